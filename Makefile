@@ -1,0 +1,48 @@
+# idforge: the two commands a new machine needs are `make run` and `make test`.
+# Each installs what is missing (scripts/install-deps), builds, then runs or tests.
+
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+SECONDS ?= 2
+
+.PHONY: all deps build run test test-unit test-tsan test-asan bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	@$(CMAKE) --preset release >/dev/null
+	@$(CMAKE) --build --preset release -j $(JOBS)
+
+# The main job on embedded defaults: a few IDs, then one decoded.
+run: build
+	@scripts/run-demo build/idforge
+
+# Concurrency tests under ThreadSanitizer, then every test of the release build.
+# ctest runs last so that its summary line closes the output.
+test: build test-tsan
+	@ctest --test-dir build --output-on-failure -j $(JOBS)
+
+test-tsan: deps
+	@$(CMAKE) --preset tsan >/dev/null
+	@$(CMAKE) --build --preset tsan -j $(JOBS) --target idforge_unit_tests
+	@echo "== ThreadSanitizer: concurrency tests"
+	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_unit_tests \
+	  --gtest_filter='*Concurrency*' --gtest_brief=1
+
+test-asan: deps
+	@$(CMAKE) --preset asan >/dev/null
+	@$(CMAKE) --build --preset asan -j $(JOBS)
+	@ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+bench: build
+	@build/idforge bench --seconds $(SECONDS)
+	@build/bench/idforge_micro_bench --benchmark_min_time=0.2
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build build-debug build-asan build-tsan build-clang

@@ -1,0 +1,68 @@
+// Clock: where generators read the time, so tests can substitute a manual one.
+//
+// now_ms() is Unix time in milliseconds and may step backwards (NTP, an operator);
+// generators never trust it to be monotonic. All clocks here are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace idforge {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Unix time in milliseconds.
+  virtual int64_t now_ms() = 0;
+  // Blocks for about `ms` milliseconds (a ManualClock advances itself instead).
+  virtual void sleep_ms(int64_t ms) = 0;
+};
+
+// Reads the system's real-time clock on every call (about 20 ns).
+class SystemClock final : public Clock {
+ public:
+  int64_t now_ms() override;
+  void sleep_ms(int64_t ms) override;
+};
+
+// The system clock read by a background thread once per millisecond; now_ms() is one
+// atomic load (about 1 ns), at most about a millisecond behind the system clock.
+// The thread starts with the first instance and stops when the last one is destroyed.
+// Uniqueness never depends on how fresh the value is: generators treat any clock
+// value as a hint.
+class CachedSystemClock final : public Clock {
+ public:
+  CachedSystemClock();
+  ~CachedSystemClock() override;
+  CachedSystemClock(const CachedSystemClock&) = delete;
+  CachedSystemClock& operator=(const CachedSystemClock&) = delete;
+
+  int64_t now_ms() override;
+  void sleep_ms(int64_t ms) override;
+};
+
+// The clock generators use when none is given: a process-wide CachedSystemClock.
+Clock& default_clock();
+
+// A clock that moves only when told to. With auto_advance (the default), sleep_ms
+// advances it by the requested time, so code that waits finishes at once in tests.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(int64_t start_ms = 1'700'000'000'000, bool auto_advance = true)
+      : now_(start_ms), auto_advance_(auto_advance) {}
+
+  int64_t now_ms() override { return now_.load(std::memory_order_acquire); }
+  void sleep_ms(int64_t ms) override;
+
+  void set(int64_t ms) { now_.store(ms, std::memory_order_release); }
+  void advance(int64_t ms) { now_.fetch_add(ms, std::memory_order_acq_rel); }
+  // Total milliseconds requested through sleep_ms.
+  int64_t slept_ms() const { return slept_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<int64_t> now_;
+  std::atomic<int64_t> slept_{0};
+  bool auto_advance_;
+};
+
+}  // namespace idforge

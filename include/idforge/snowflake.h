@@ -1,0 +1,181 @@
+// SnowflakeGenerator: 64-bit, time-ordered IDs for one node of a layout.
+//
+//   auto gen = idforge::SnowflakeGenerator::create({}).value();
+//   idforge::Result<uint64_t> id = gen->next();
+//
+// Thread-safety: every method may be called from any number of threads at once.
+// next() is lock-free: one compare-and-swap on a 64-bit (tick, sequence) word and one
+// read of the clock. IDs of one generator strictly increase in the order the calls
+// take effect, whatever the clock does (the `ring` policy trades this for
+// availability: after a rollback it fills unused sequences of recent ticks, so IDs
+// stay unique but may be lower than earlier ones). See DESIGN.md section 3.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "idforge/clock.h"
+#include "idforge/high_water.h"
+#include "idforge/layout.h"
+#include "idforge/status.h"
+
+namespace idforge {
+
+// What a generator does when the clock is behind the last tick it issued, or when a
+// tick's sequence runs out.
+enum class RollbackPolicy {
+  // Never step back: keep the last tick and continue its sequence; on overflow move to
+  // the next tick while at most max_drift_ms ahead of the clock; past that, wait up to
+  // max_wait_ms for the clock, then fail. max_drift_ms = 0 is classic Snowflake.
+  kLogical,
+  // Wait out a rollback of up to max_wait_ms; longer fails. Overflow waits for the
+  // next tick.
+  kWait,
+  // Any rollback fails at once (the original Twitter code). Overflow waits.
+  kReject,
+  // Remember each of the last ring_ticks ticks' highest sequence; after a rollback
+  // inside that window continue the revisited tick; outside it fail.
+  kRing,
+};
+
+std::string_view policy_name(RollbackPolicy policy);
+// "logical", "wait", "reject", "ring"; anything else is InvalidArgument.
+Result<RollbackPolicy> parse_policy(std::string_view name);
+
+struct SnowflakeOptions {
+  Layout layout = Layout::twitter();
+  // Values of the layout's node fields by name ({"datacenter", 1}, {"worker", 7});
+  // absent fields are 0. An unknown name or a value that does not fit is an error.
+  std::vector<std::pair<std::string, uint64_t>> nodes;
+  RollbackPolicy policy = RollbackPolicy::kLogical;
+  int64_t max_drift_ms = 1000;  // logical: how far ahead of the clock it may run
+  int64_t max_wait_ms = 5;      // how long one call may wait for the clock
+  int ring_ticks = 256;         // ring: ticks remembered (1..65536)
+  Clock* clock = nullptr;       // default_clock() when null; must outlive the generator
+  // Where the time high-water mark is kept; null = no persistence (IDs are then
+  // unique only within this process's lifetime). Must outlive the generator.
+  HighWaterStore* high_water = nullptr;
+  // How far ahead of the issued time the stored mark runs; a restart may skip up to
+  // this much time, and the store is written about twice per reserve_ms under load.
+  int64_t reserve_ms = 1000;
+};
+
+// Event counts since construction, for metrics (IDs issued are counted by callers:
+// a shared counter would double the cost of next()). Each is read atomically but the set
+// is not a consistent snapshot.
+struct SnowflakeCounters {
+  uint64_t rollbacks = 0;          // times the clock was seen to step back
+  uint64_t waited_ms = 0;          // ms spent waiting for the clock
+  uint64_t borrowed_ms = 0;        // ms of ticks issued ahead of the clock (logical)
+  uint64_t failures = 0;           // calls that returned an error
+  uint64_t ring_revisits = 0;      // IDs issued in a revisited tick (ring)
+  uint64_t high_water_stores = 0;  // writes of the high-water mark
+};
+
+class SnowflakeGenerator {
+ public:
+  // Validates the options (the error names the bad one), loads the high-water mark
+  // and reserves ahead of it.
+  static Result<std::unique_ptr<SnowflakeGenerator>> create(SnowflakeOptions options);
+
+  SnowflakeGenerator(const SnowflakeGenerator&) = delete;
+  SnowflakeGenerator& operator=(const SnowflakeGenerator&) = delete;
+  ~SnowflakeGenerator();
+
+  // The next ID. Errors: Unavailable (fenced; clock behind the restart mark),
+  // ClockBackwards, ResourceExhausted (drift budget spent, time field exhausted),
+  // DeadlineExceeded (waited max_wait_ms), IoError (high-water store failed).
+  Result<uint64_t> next();
+
+  // Fills `out` with increasing IDs, taking each tick's free sequences in one CAS.
+  // All or nothing: on error, `out` holds no usable IDs (the skipped ones are gaps).
+  Status next_batch(std::span<uint64_t> out);
+
+  // Stops issuing: next() returns Unavailable with `reason` until unfence(). Used when
+  // a worker-id lease cannot be renewed (invariant 3).
+  void fence(std::string reason);
+  void unfence();
+  bool fenced() const { return fenced_.load(std::memory_order_acquire); }
+
+  // Writes a fresh mark (clock + reserve_ms) if less than half the reserve is left.
+  // Called by a background timer so that next() rarely writes it itself.
+  Status renew_reservation();
+
+  const Layout& layout() const { return layout_; }
+  RollbackPolicy policy() const { return policy_; }
+  // The node part of every ID (all node fields in place).
+  uint64_t node_bits() const { return node_bits_; }
+  // Unix ms of the last tick issued (0 before the first ID).
+  int64_t last_unix_ms() const;
+  // How far the last issued tick is ahead of the clock, in ms (0 when behind).
+  int64_t drift_ms() const;
+  // The stored high-water mark in Unix ms (0 without a store).
+  int64_t reserved_until_ms() const;
+  SnowflakeCounters counters() const;
+
+ private:
+  explicit SnowflakeGenerator(SnowflakeOptions options);
+
+  Status init();
+  // The policy-specific part of next(): claims `want` sequences, returns the first id
+  // and how many consecutive ids (same tick) were claimed.
+  Status claim(uint64_t want, uint64_t* first_id, uint64_t* got);
+  Status claim_linear(uint64_t want, uint64_t* first_id, uint64_t* got);
+  Status claim_ring(uint64_t want, uint64_t* first_id, uint64_t* got);
+  uint64_t wall_tick(int64_t now_ms) const;
+  Status ensure_reserved(uint64_t tick);
+  Status store_mark(int64_t mark_ms);
+  void note_clock(int64_t now_ms);
+  Status fail(Status status);
+  uint64_t compose(uint64_t tick, uint64_t seq) const {
+    return (tick << time_shift_) | node_bits_ | (seq << seq_shift_);
+  }
+
+  // Read-mostly configuration.
+  const Layout layout_;
+  const RollbackPolicy policy_;
+  const int64_t max_drift_ms_;
+  const int64_t max_wait_ms_;
+  const uint64_t ring_ticks_;
+  const int64_t reserve_ms_;
+  Clock* const clock_;
+  HighWaterStore* const high_water_;
+  std::vector<std::pair<std::string, uint64_t>> nodes_;
+  uint64_t node_bits_ = 0;
+  int time_shift_ = 0;
+  int seq_shift_ = 0;
+  int seq_bits_ = 0;
+  uint64_t seq_mask_ = 0;
+  uint64_t max_tick_ = 0;
+  uint64_t floor_tick_ = 0;  // first tick this generator may use (above the restored mark)
+
+  // The hot word: (tick << seq_bits_) | last sequence issued in that tick. Alone on
+  // its cache line so that counter updates do not bounce it between cores.
+  alignas(64) std::atomic<uint64_t> state_{0};
+  // Ring policy: one word per remembered tick, same encoding as state_.
+  std::unique_ptr<std::atomic<uint64_t>[]> ring_;
+
+  alignas(64) std::atomic<int64_t> max_clock_ms_{0};   // highest clock value seen
+  std::atomic<int64_t> rollback_mark_{0};              // max_clock_ms_ at the last counted rollback
+  std::atomic<uint64_t> reserved_tick_{0};             // ticks <= this are covered by the mark
+  std::atomic<int64_t> reserved_ms_{0};
+  std::atomic<bool> fenced_{false};
+  std::mutex slow_mu_;  // guards fence_reason_ and high-water writes
+  std::string fence_reason_;
+
+  alignas(64) std::atomic<uint64_t> rollbacks_{0};
+  std::atomic<uint64_t> waited_ms_{0};
+  std::atomic<uint64_t> borrowed_ms_{0};
+  std::atomic<uint64_t> failures_{0};
+  std::atomic<uint64_t> ring_revisits_{0};
+  std::atomic<uint64_t> high_water_stores_{0};
+};
+
+}  // namespace idforge

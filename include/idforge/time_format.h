@@ -1,0 +1,27 @@
+// Conversions between Unix milliseconds and ISO-8601 text, used by the CLI, the server
+// and decoders. Pure functions: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "idforge/status.h"
+
+namespace idforge {
+
+// "2017-09-20T13:43:08.849Z" (always UTC, always milliseconds). Works for any
+// int64 ms in years 0000..9999; outside that range returns the number as text.
+std::string format_iso8601_utc(int64_t unix_ms);
+
+// Accepts a decimal Unix ms ("1505914988849") or an ISO-8601 date-time:
+// "2017-09-20T13:43:08.849Z", "2017-09-20T13:43:08Z", "2017-09-20 13:43:08+02:00",
+// "2017-09-20" (midnight UTC). A missing zone means UTC. Fractions past ms are
+// truncated. Anything else is an InvalidArgument naming what was expected.
+Result<int64_t> parse_time(std::string_view text);
+
+// Strict decimal parse of an unsigned 64-bit number (no sign, no spaces, no
+// overflow); the error quotes `what` ("ID", "--count").
+Result<uint64_t> parse_u64(std::string_view text, std::string_view what);
+
+}  // namespace idforge
