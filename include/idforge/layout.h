@@ -26,14 +26,16 @@ struct Field {
   std::string name;  // lower-case [a-z][a-z0-9_]*, unique within a layout
   int bits = 0;      // 1..63
   FieldRole role = FieldRole::kNode;
+
+  friend bool operator==(const Field&, const Field&) = default;
 };
 
 // What one layout can hold: the figures `idforge layout` prints.
 struct Capacity {
-  uint64_t max_nodes = 0;           // 2^(sum of node field bits)
-  uint64_t ids_per_tick = 0;        // 2^(sequence bits)
-  double max_ids_per_second = 0;    // per node: ids_per_tick * 1000 / tick_ms
-  int64_t last_unix_ms = 0;         // the last instant the time field can express
+  uint64_t max_nodes = 0;         // 2^(sum of node field bits)
+  uint64_t ids_per_tick = 0;      // 2^(sequence bits)
+  double max_ids_per_second = 0;  // per node: ids_per_tick * 1000 / tick_ms
+  int64_t last_unix_ms = 0;       // start of the last tick: epoch + max_tick * tick_ms
 };
 
 // One field of a decoded ID, in layout order.
@@ -58,7 +60,10 @@ class Layout {
  public:
   static constexpr int kMaxFields = 16;
 
-  // Validates and builds a layout; the error names the offending field or value.
+  // Validates and builds a layout; an InvalidArgument names the offending field or value
+  // ("layout field 'worker': width 0 is not in 1..63"). Rules: 1..kMaxFields fields with
+  // unique names, widths 1..63 summing to at most 64, exactly one kTime and one kSequence
+  // field, tick_ms >= 1, epoch_ms >= 0, and epoch + max_tick * tick_ms fits in int64.
   static Result<Layout> create(std::string name, int64_t epoch_ms, int64_t tick_ms,
                                std::vector<Field> fields);
 
@@ -72,7 +77,9 @@ class Layout {
   // the field called `time` is the time and the one called `sequence`, `seq` or
   // `increment` is the sequence (e.g. "time:41,datacenter:5,worker:5,sequence:12").
   // `epoch_ms` / `tick_ms`, when given (>= 0 / > 0), override the preset's or default
-  // to the twitter epoch and 1 ms for a custom spec.
+  // to the twitter epoch and 1 ms for a custom spec; other values mean "not given".
+  // Preset names match case-insensitively; a custom layout is named "custom". Errors
+  // (InvalidArgument) list the presets for an unknown name and quote a malformed item.
   static Result<Layout> parse(std::string_view spec, int64_t epoch_ms = -1, int64_t tick_ms = -1);
 
   const std::string& name() const { return name_; }
@@ -80,6 +87,9 @@ class Layout {
   int64_t tick_ms() const { return tick_ms_; }
   const std::vector<Field>& fields() const { return fields_; }
   int total_bits() const { return total_bits_; }
+  // The fields as a custom spec, "time:41,datacenter:5,worker:5,sequence:12". parse()
+  // reads it back to the same fields when the names follow parse's role rules.
+  std::string spec() const;
 
   // Index of the named field in fields(), or -1.
   int field_index(std::string_view name) const;
@@ -97,27 +107,37 @@ class Layout {
 
   Capacity capacity() const;
 
-  // The tick for a Unix time: (unix_ms - epoch) / tick_ms. Out of range before the
-  // epoch or past the time field's end.
+  // The tick for a Unix time: (unix_ms - epoch) / tick_ms. OutOfRange before the epoch
+  // or past the time field's end (any ms inside the last tick is accepted).
   Result<uint64_t> tick_of(int64_t unix_ms) const;
-  int64_t unix_ms_of(uint64_t tick) const { return epoch_ms_ + static_cast<int64_t>(tick) * tick_ms_; }
+  int64_t unix_ms_of(uint64_t tick) const {
+    return epoch_ms_ + static_cast<int64_t>(tick) * tick_ms_;
+  }
 
-  // Packs one value per field (layout order; the time field in ticks). Fails, naming
-  // the field, if a value does not fit its width.
+  // Packs one value per field (layout order; the time field in ticks). OutOfRange,
+  // naming the field, if a value does not fit its width; InvalidArgument if the count
+  // is not fields().size().
   Result<uint64_t> compose(std::span<const uint64_t> values) const;
   // Packs by name: `unix_ms` for the time, the named node and sequence fields (absent
-  // ones are 0). Fails on an unknown name or a value that does not fit.
+  // ones are 0). InvalidArgument for an unknown or repeated name or the time field's
+  // name (the time comes from unix_ms); OutOfRange for a value or time that does not fit.
   Result<uint64_t> compose_named(int64_t unix_ms,
                                  std::span<const std::pair<std::string, uint64_t>> values) const;
 
-  // Splits any 64-bit value into this layout's fields. Fails only if the id uses bits
-  // above total_bits() (e.g. a negative number for a 63-bit layout).
+  // Splits any 64-bit value into this layout's fields. Fails (OutOfRange) only if the id
+  // uses bits above total_bits() (e.g. a negative number for a 63-bit layout).
   Result<DecodedId> decode(uint64_t id) const;
 
-  // A textual diagram of the fields, e.g.
-  //   0 | time 41 | datacenter 5 | worker 5 | sequence 12
-  // followed by each field's bits for `id`.
+  // A table of `id`'s 64 bits cut into this layout's fields, one column per field (the
+  // unused high bits first, as "sign (1)" or "unused (n)"), each line ending in '|':
+  //   field  | sign (1) | time (41)                                 | ... | sequence (12) |
+  //   bits   | 63       | 62..22                                    | ... | 11..0         |
+  //   binary | 0        | 00110010100010111111010100011100101010001 | ... | 000000000000  |
+  //   value  | 0        | 217084608849                              | ... | 0             |
+  // Works for any id, also one that decode() rejects (its high bits show as set).
   std::string bit_diagram(uint64_t id) const;
+
+  friend bool operator==(const Layout&, const Layout&) = default;
 
  private:
   Layout() = default;

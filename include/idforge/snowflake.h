@@ -65,6 +65,11 @@ struct SnowflakeOptions {
   // How far ahead of the issued time the stored mark runs; a restart may skip up to
   // this much time, and the store is written about twice per reserve_ms under load.
   int64_t reserve_ms = 1000;
+  // After a restart the stored mark can be ahead of the clock (by up to reserve_ms, or
+  // more if the clock was set back while the process was down). create() waits up to
+  // this long for the clock to pass it when the policy cannot issue ahead of the clock;
+  // past that it fails with Unavailable.
+  int64_t max_startup_wait_ms = 3000;
 };
 
 // Event counts since construction, for metrics (IDs issued are counted by callers:
@@ -123,16 +128,27 @@ class SnowflakeGenerator {
  private:
   explicit SnowflakeGenerator(SnowflakeOptions options);
 
+  // A run of consecutive sequences in one tick.
+  struct Claim {
+    uint64_t tick = 0;
+    uint64_t first_seq = 0;
+    uint64_t count = 0;
+  };
+
   Status init();
-  // The policy-specific part of next(): claims `want` sequences, returns the first id
-  // and how many consecutive ids (same tick) were claimed.
-  Status claim(uint64_t want, uint64_t* first_id, uint64_t* got);
-  Status claim_linear(uint64_t want, uint64_t* first_id, uint64_t* got);
-  Status claim_ring(uint64_t want, uint64_t* first_id, uint64_t* got);
-  uint64_t wall_tick(int64_t now_ms) const;
+  // Claims up to `want` sequences of one tick under the policy, then makes sure the
+  // high-water mark covers that tick.
+  Status claim(uint64_t want, Claim* out);
+  Status claim_linear(uint64_t want, Claim* out);
+  Status claim_ring(uint64_t want, Claim* out);
+  // Tick of the clock (0 before the epoch), and whether the clock stepped back.
+  uint64_t read_tick();
+  uint64_t tick_of_ms(int64_t unix_ms) const;
+  // Waits for the clock to reach `tick`, at most `max_ms`; false if it did not.
+  bool wait_for_tick(uint64_t tick, int64_t max_ms);
   Status ensure_reserved(uint64_t tick);
-  Status store_mark(int64_t mark_ms);
-  void note_clock(int64_t now_ms);
+  Status store_mark_locked(int64_t mark_ms);
+  Status time_exhausted() const;
   Status fail(Status status);
   uint64_t compose(uint64_t tick, uint64_t seq) const {
     return (tick << time_shift_) | node_bits_ | (seq << seq_shift_);
@@ -145,6 +161,7 @@ class SnowflakeGenerator {
   const int64_t max_wait_ms_;
   const uint64_t ring_ticks_;
   const int64_t reserve_ms_;
+  const int64_t startup_wait_ms_;
   Clock* const clock_;
   HighWaterStore* const high_water_;
   std::vector<std::pair<std::string, uint64_t>> nodes_;
@@ -162,9 +179,11 @@ class SnowflakeGenerator {
   // Ring policy: one word per remembered tick, same encoding as state_.
   std::unique_ptr<std::atomic<uint64_t>[]> ring_;
 
-  alignas(64) std::atomic<int64_t> max_clock_ms_{0};   // highest clock value seen
-  std::atomic<int64_t> rollback_mark_{0};              // max_clock_ms_ at the last counted rollback
-  std::atomic<uint64_t> reserved_tick_{0};             // ticks <= this are covered by the mark
+  alignas(64) std::atomic<int64_t> max_clock_ms_{0};  // highest clock value seen
+  std::atomic<int64_t> rollback_mark_{0};             // max_clock_ms_ at the last counted rollback
+  std::atomic<uint64_t> ring_high_{0};                // ring: highest tick issued
+  std::atomic<uint64_t> reserved_tick_{0};  // ticks <= this are covered by the stored mark
+  std::atomic<uint64_t> renew_tick_{0};     // from this tick on, renew the mark early
   std::atomic<int64_t> reserved_ms_{0};
   std::atomic<bool> fenced_{false};
   std::mutex slow_mu_;  // guards fence_reason_ and high-water writes

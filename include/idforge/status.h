@@ -37,12 +37,16 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-  static Status ClockBackwards(std::string m) { return {StatusCode::kClockBackwards, std::move(m)}; }
+  static Status ClockBackwards(std::string m) {
+    return {StatusCode::kClockBackwards, std::move(m)};
+  }
   static Status ResourceExhausted(std::string m) {
     return {StatusCode::kResourceExhausted, std::move(m)};
   }
@@ -102,8 +106,8 @@ class [[nodiscard]] Result {
 }  // namespace idforge
 
 // Returns the Status of `expr` from the enclosing function if it is an error.
-#define IDFORGE_RETURN_IF_ERROR(expr)         \
-  do {                                        \
-    ::idforge::Status idforge_status_ = (expr); \
+#define IDFORGE_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::idforge::Status idforge_status_ = (expr);        \
     if (!idforge_status_.ok()) return idforge_status_; \
   } while (0)

@@ -1,7 +1,8 @@
 // UUIDs (RFC 9562): the value type, text form, inspection, and generators for
 // version 4 (random) and version 7 (Unix ms time + monotonic counter + random).
 //
-// Uuid is a plain value. Uuid7Generator and uuid4() are thread-safe.
+// Uuid is a plain value: const methods and parse() may be called from any thread.
+// uuid4(), inspect() and every Uuid7Generator method are thread-safe.
 #pragma once
 
 #include <array>
@@ -25,8 +26,9 @@ struct Uuid {
   bool rfc_variant() const { return (bytes[8] & 0xC0) == 0x80; }
   // Canonical lower-case 8-4-4-4-12 text.
   std::string to_string() const;
-  // Accepts 8-4-4-4-12 in any case, optionally in braces or as "urn:uuid:...", and the
-  // 32-hex-digit form without dashes. Anything else is InvalidArgument saying why.
+  // Accepts 8-4-4-4-12 in any case, optionally in braces or as "urn:uuid:..." (prefix in
+  // any case), and the bare 32-hex-digit form without dashes. No surrounding spaces.
+  // Anything else is InvalidArgument saying why; positions in messages count from 1.
   static Result<Uuid> parse(std::string_view text);
 
   friend auto operator<=>(const Uuid&, const Uuid&) = default;
@@ -35,13 +37,16 @@ struct Uuid {
 struct UuidInfo {
   int version = 0;
   bool rfc_variant = false;
-  // For versions 7, 6 and 1: the embedded time in Unix ms.
+  // For versions 7, 6 and 1 of the RFC variant: the embedded time in Unix ms (v1 and v6
+  // carry 100-ns ticks since 1582-10-15, rounded down to the millisecond here; before
+  // 1970 it is negative).
   std::optional<int64_t> unix_ms;
 };
 
+// The version, variant and embedded time of any UUID (also ones made elsewhere).
 UuidInfo inspect(const Uuid& uuid);
 
-// A version-4 UUID: 122 random bits.
+// A version-4 UUID: 122 random bits from random_bytes().
 Uuid uuid4();
 
 // Version-7 UUIDs, strictly increasing within the generator (RFC 9562 section 6.2,
@@ -49,22 +54,29 @@ Uuid uuid4();
 // then 32 random bits. Each new millisecond seeds the counter randomly with its top
 // bit clear, so it has room to count; if it ever overflows the generator moves to the
 // next millisecond instead of repeating. A clock that steps back keeps the last
-// millisecond and counts on.
+// millisecond and counts on. Every method is thread-safe (one mutex per generator).
 class Uuid7Generator {
  public:
   explicit Uuid7Generator(Clock* clock = nullptr);  // default_clock() when null
 
+  // Never fails: when the counter runs out the time field runs ahead of the clock.
   Uuid next();
-  // Fills `out` with strictly increasing UUIDs.
+  // Fills `out` with strictly increasing UUIDs, taking the lock once.
   void next_batch(std::span<Uuid> out);
 
-  // The process-wide generator used by the CLI and the server.
+  // The process-wide generator used by the CLI and the server (default clock).
   static Uuid7Generator& shared();
 
  private:
+  friend struct Uuid7GeneratorTestPeer;  // tests force the counter near overflow
+
+  // Advances (last_ms_, counter_) for one UUID and writes them into `uuid`, whose
+  // bytes are already random; those bytes also seed the counter on a new ms.
+  void stamp_locked(int64_t now_ms, Uuid& uuid);
+
   Clock* clock_;
   std::mutex mu_;
-  int64_t last_ms_ = 0;
+  int64_t last_ms_ = -1;  // -1: nothing issued yet
   uint64_t counter_ = 0;  // 42 bits
 };
 

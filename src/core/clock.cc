@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -53,6 +55,15 @@ class Ticker {
 
   int64_t now() const { return now_.load(std::memory_order_relaxed); }
 
+  // A waiter that read the real clock shares it, so waiting works even when the ticker
+  // thread is starved of CPU. Only ever moves forward: a real step back is published
+  // by the ticker alone, never by a waiter's older reading.
+  void publish(int64_t ms) {
+    int64_t cur = now_.load(std::memory_order_relaxed);
+    while (ms > cur && !now_.compare_exchange_weak(cur, ms, std::memory_order_relaxed)) {
+    }
+  }
+
  private:
   void run() {
     std::unique_lock lock(mu_);
@@ -79,6 +90,26 @@ class Ticker {
 
 }  // namespace
 
+int64_t Clock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
+  using Steady = std::chrono::steady_clock;
+  const auto start = Steady::now();
+  const auto deadline = start + std::chrono::milliseconds(std::max<int64_t>(max_wait_ms, 0));
+  for (;;) {
+    int64_t now = now_ms();
+    auto t = Steady::now();
+    if (now >= target_ms || t >= deadline) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(t - start).count();
+    }
+    int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - t).count();
+    int64_t behind = target_ms - now;
+    if (behind > 2 && left_ms > 2) {
+      sleep_ms(std::min(behind, left_ms) - 1);
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 int64_t SystemClock::now_ms() { return read_realtime_ms(); }
 void SystemClock::sleep_ms(int64_t ms) { sleep_real_ms(ms); }
 
@@ -86,6 +117,13 @@ CachedSystemClock::CachedSystemClock() { Ticker::instance().acquire(); }
 CachedSystemClock::~CachedSystemClock() { Ticker::instance().release(); }
 int64_t CachedSystemClock::now_ms() { return Ticker::instance().now(); }
 void CachedSystemClock::sleep_ms(int64_t ms) { sleep_real_ms(ms); }
+
+int64_t CachedSystemClock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
+  SystemClock real;
+  int64_t waited = real.wait_until_ms(target_ms, max_wait_ms);
+  Ticker::instance().publish(real.now_ms());
+  return waited;
+}
 
 Clock& default_clock() {
   static CachedSystemClock* clock = new CachedSystemClock();  // lives as long as the process
@@ -101,6 +139,15 @@ void ManualClock::sleep_ms(int64_t ms) {
     // Give the thread that moves the clock a chance to run.
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+}
+
+int64_t ManualClock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
+  if (!auto_advance_) return Clock::wait_until_ms(target_ms, max_wait_ms);
+  int64_t step = std::min(target_ms - now_ms(), std::max<int64_t>(max_wait_ms, 0));
+  if (step <= 0) return 0;
+  slept_.fetch_add(step, std::memory_order_acq_rel);
+  advance(step);
+  return step;
 }
 
 }  // namespace idforge

@@ -1,0 +1,459 @@
+#include "idforge/snowflake.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "idforge/time_format.h"
+
+namespace idforge {
+namespace {
+
+constexpr uint64_t kNoReserveLimit = std::numeric_limits<uint64_t>::max();
+
+std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
+
+}  // namespace
+
+std::string_view policy_name(RollbackPolicy policy) {
+  switch (policy) {
+    case RollbackPolicy::kLogical:
+      return "logical";
+    case RollbackPolicy::kWait:
+      return "wait";
+    case RollbackPolicy::kReject:
+      return "reject";
+    case RollbackPolicy::kRing:
+      return "ring";
+  }
+  return "unknown";
+}
+
+Result<RollbackPolicy> parse_policy(std::string_view name) {
+  for (auto p : {RollbackPolicy::kLogical, RollbackPolicy::kWait, RollbackPolicy::kReject,
+                 RollbackPolicy::kRing}) {
+    if (name == policy_name(p)) return p;
+  }
+  return Status::InvalidArgument("unknown rollback policy '" + std::string(name) +
+                                 "' (policies: logical, wait, reject, ring)");
+}
+
+Result<std::unique_ptr<SnowflakeGenerator>> SnowflakeGenerator::create(SnowflakeOptions options) {
+  if (options.max_drift_ms < 0) return Status::InvalidArgument("max_drift_ms must be >= 0");
+  if (options.max_wait_ms < 0) return Status::InvalidArgument("max_wait_ms must be >= 0");
+  if (options.ring_ticks < 1 || options.ring_ticks > 65536) {
+    return Status::InvalidArgument("ring_ticks must be in 1..65536, got " +
+                                   std::to_string(options.ring_ticks));
+  }
+  if (options.reserve_ms < 1) return Status::InvalidArgument("reserve_ms must be >= 1");
+  if (options.max_startup_wait_ms < 0) {
+    return Status::InvalidArgument("max_startup_wait_ms must be >= 0");
+  }
+  std::unique_ptr<SnowflakeGenerator> gen(new SnowflakeGenerator(std::move(options)));
+  IDFORGE_RETURN_IF_ERROR(gen->init());
+  return gen;
+}
+
+SnowflakeGenerator::SnowflakeGenerator(SnowflakeOptions options)
+    : layout_(std::move(options.layout)),
+      policy_(options.policy),
+      max_drift_ms_(options.max_drift_ms),
+      max_wait_ms_(options.max_wait_ms),
+      ring_ticks_(static_cast<uint64_t>(options.ring_ticks)),
+      reserve_ms_(options.reserve_ms),
+      startup_wait_ms_(options.max_startup_wait_ms),
+      clock_(options.clock ? options.clock : &default_clock()),
+      high_water_(options.high_water),
+      nodes_(std::move(options.nodes)) {}
+
+SnowflakeGenerator::~SnowflakeGenerator() = default;
+
+Status SnowflakeGenerator::init() {
+  time_shift_ = layout_.time_shift();
+  seq_shift_ = layout_.sequence_shift();
+  seq_bits_ = layout_.sequence_bits();
+  seq_mask_ = layout_.max_sequence();
+  max_tick_ = layout_.max_tick();
+  // The state word packs (tick, sequence); it must fit in 64 bits.
+  if (layout_.time_bits() + seq_bits_ > 64) {
+    return Status::Internal("layout time + sequence bits exceed 64");
+  }
+
+  for (const auto& [name, value] : nodes_) {
+    int index = layout_.field_index(name);
+    if (index < 0 || layout_.fields()[static_cast<size_t>(index)].role != FieldRole::kNode) {
+      std::string names;
+      for (const auto& f : layout_.fields()) {
+        if (f.role != FieldRole::kNode) continue;
+        names += names.empty() ? "" : ", ";
+        names += f.name;
+      }
+      return Status::InvalidArgument("layout " + layout_.name() + " has no node field '" + name +
+                                     "' (its node fields: " + names + ")");
+    }
+    if (value > layout_.max_value(index)) {
+      return Status::OutOfRange(name + " " + std::to_string(value) + " does not fit layout " +
+                                layout_.name() + " (max " +
+                                std::to_string(layout_.max_value(index)) + ")");
+    }
+    node_bits_ |= value << layout_.shift(index);
+  }
+
+  int64_t now = clock_->now_ms();
+  if (now < layout_.epoch_ms()) {
+    return Status::InvalidArgument("the clock (" + format_iso8601_utc(now) + ") is before layout " +
+                                   layout_.name() + "'s epoch (" +
+                                   format_iso8601_utc(layout_.epoch_ms()) + ")");
+  }
+  if (tick_of_ms(now) > max_tick_) return time_exhausted();
+
+  // The previous run may have issued any tick up to its mark: start strictly above it.
+  int64_t mark = 0;
+  if (high_water_ != nullptr) {
+    Result<int64_t> loaded = high_water_->load();
+    if (!loaded.ok()) return loaded.status();
+    mark = *loaded;
+  }
+  floor_tick_ = mark < layout_.epoch_ms() ? 0 : tick_of_ms(mark);
+  if (floor_tick_ >= max_tick_) return time_exhausted();
+  // "Tick floor_tick_ is used up", so the first ID lands on a later tick.
+  const uint64_t start = (floor_tick_ << seq_bits_) | seq_mask_;
+  state_.store(start, std::memory_order_relaxed);
+  ring_high_.store(floor_tick_, std::memory_order_relaxed);
+  if (policy_ == RollbackPolicy::kRing) {
+    ring_ = std::make_unique<std::atomic<uint64_t>[]>(ring_ticks_);
+    for (uint64_t i = 0; i < ring_ticks_; ++i) ring_[i].store(start, std::memory_order_relaxed);
+  }
+  max_clock_ms_.store(now, std::memory_order_relaxed);
+
+  // A policy that cannot issue ahead of the clock waits here for the clock to pass the
+  // mark; logical may borrow up to max_drift_ms instead.
+  uint64_t first_tick = floor_tick_ + 1;
+  uint64_t now_tick = tick_of_ms(now);
+  int64_t gap_ms =
+      now_tick >= first_tick ? 0 : static_cast<int64_t>(first_tick - now_tick) * layout_.tick_ms();
+  int64_t allowed = policy_ == RollbackPolicy::kLogical ? max_drift_ms_ : 0;
+  if (gap_ms > allowed) {
+    int64_t need_ms = layout_.unix_ms_of(first_tick) - allowed;
+    clock_->wait_until_ms(need_ms, startup_wait_ms_);
+    now = clock_->now_ms();
+    if (now < need_ms) {
+      return Status::Unavailable("the clock (" + format_iso8601_utc(now) + ") is " +
+                                 ms_text(need_ms - now) + " behind the high-water mark " +
+                                 format_iso8601_utc(mark) + " of an earlier run; policy " +
+                                 std::string(policy_name(policy_)) +
+                                 " will not issue IDs until it passes it");
+    }
+  }
+
+  if (high_water_ == nullptr) {
+    reserved_tick_.store(kNoReserveLimit, std::memory_order_release);
+    renew_tick_.store(kNoReserveLimit, std::memory_order_release);
+    return Status::Ok();
+  }
+  std::lock_guard lock(slow_mu_);
+  int64_t base = std::max(clock_->now_ms(), layout_.unix_ms_of(first_tick));
+  return store_mark_locked(base + reserve_ms_);
+}
+
+uint64_t SnowflakeGenerator::tick_of_ms(int64_t unix_ms) const {
+  if (unix_ms <= layout_.epoch_ms()) return 0;
+  uint64_t delta = static_cast<uint64_t>(unix_ms - layout_.epoch_ms());
+  return layout_.tick_ms() == 1 ? delta : delta / static_cast<uint64_t>(layout_.tick_ms());
+}
+
+uint64_t SnowflakeGenerator::read_tick() {
+  int64_t now = clock_->now_ms();
+  // Track the highest clock value seen, to count rollbacks. The store happens once per
+  // millisecond, so the line stays shared-clean on the hot path.
+  int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);
+  if (now > seen) {
+    max_clock_ms_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+  } else if (now < seen) {
+    // A thread may have read the clock just before another read a later value; only a
+    // second reading still behind counts as the clock stepping back.
+    int64_t again = clock_->now_ms();
+    if (again < seen) {
+      int64_t counted = rollback_mark_.load(std::memory_order_relaxed);
+      if (counted != seen &&
+          rollback_mark_.compare_exchange_strong(counted, seen, std::memory_order_relaxed)) {
+        rollbacks_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    now = again;
+  }
+  return tick_of_ms(now);
+}
+
+bool SnowflakeGenerator::wait_for_tick(uint64_t tick, int64_t max_ms) {
+  int64_t waited = clock_->wait_until_ms(layout_.unix_ms_of(tick), max_ms);
+  if (waited > 0) waited_ms_.fetch_add(static_cast<uint64_t>(waited), std::memory_order_relaxed);
+  return tick_of_ms(clock_->now_ms()) >= tick;
+}
+
+Status SnowflakeGenerator::time_exhausted() const {
+  return Status::ResourceExhausted("the time field of layout " + layout_.name() + " ran out at " +
+                                   format_iso8601_utc(layout_.capacity().last_unix_ms));
+}
+
+Status SnowflakeGenerator::fail(Status status) {
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  return status;
+}
+
+Result<uint64_t> SnowflakeGenerator::next() {
+  Claim c;
+  Status st = claim(1, &c);
+  if (!st.ok()) return st;
+  return compose(c.tick, c.first_seq);
+}
+
+Status SnowflakeGenerator::next_batch(std::span<uint64_t> out) {
+  size_t filled = 0;
+  while (filled < out.size()) {
+    Claim c;
+    IDFORGE_RETURN_IF_ERROR(claim(out.size() - filled, &c));
+    uint64_t id = compose(c.tick, c.first_seq);
+    const uint64_t step = uint64_t{1} << seq_shift_;
+    for (uint64_t i = 0; i < c.count; ++i, id += step) out[filled++] = id;
+  }
+  return Status::Ok();
+}
+
+Status SnowflakeGenerator::claim(uint64_t want, Claim* out) {
+  if (fenced_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(slow_mu_);
+    return fail(Status::Unavailable(fence_reason_));
+  }
+  Status st = policy_ == RollbackPolicy::kRing ? claim_ring(want, out) : claim_linear(want, out);
+  if (!st.ok()) return fail(std::move(st));
+  if (out->tick >= renew_tick_.load(std::memory_order_acquire)) {
+    st = ensure_reserved(out->tick);
+    if (!st.ok()) return fail(std::move(st));
+  }
+  return Status::Ok();
+}
+
+// logical, wait and reject: one (tick, last sequence) word, never stepping back.
+Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
+  const int64_t tick_ms = layout_.tick_ms();
+  uint64_t now_tick = read_tick();
+  uint64_t cur = state_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t tick = cur >> seq_bits_;
+    const uint64_t seq = cur & seq_mask_;
+    Claim c;
+    if (now_tick > tick) {
+      if (now_tick > max_tick_) return time_exhausted();
+      c = {now_tick, 0, std::min(want, seq_mask_ + 1)};
+    } else if (now_tick < tick && policy_ != RollbackPolicy::kLogical) {
+      // Another thread may have read the clock after this one did and issued a later
+      // tick; the state was loaded with acquire, so a fresh reading sees that tick.
+      if (uint64_t again = read_tick(); again >= tick) {
+        now_tick = again;
+        continue;
+      }
+      // The clock really is behind the last tick issued.
+      int64_t behind_ms = static_cast<int64_t>(tick - now_tick) * tick_ms;
+      if (policy_ == RollbackPolicy::kReject) {
+        return Status::ClockBackwards("the clock is " + ms_text(behind_ms) +
+                                      " behind the last ID issued (policy reject)");
+      }
+      if (behind_ms > max_wait_ms_ || !wait_for_tick(tick, max_wait_ms_)) {
+        return Status::DeadlineExceeded("the clock is " + ms_text(behind_ms) +
+                                        " behind the last ID issued, more than max_wait_ms " +
+                                        ms_text(max_wait_ms_) + " (policy wait)");
+      }
+      now_tick = read_tick();
+      cur = state_.load(std::memory_order_acquire);
+      continue;
+    } else if (seq < seq_mask_) {
+      c = {tick, seq + 1, std::min(want, seq_mask_ - seq)};
+    } else {
+      // This tick's sequence is used up.
+      const uint64_t next_tick = tick + 1;
+      if (next_tick > max_tick_) return time_exhausted();
+      const int64_t ahead_ms = static_cast<int64_t>(next_tick - now_tick) * tick_ms;
+      if (policy_ == RollbackPolicy::kLogical && ahead_ms <= max_drift_ms_) {
+        c = {next_tick, 0, std::min(want, seq_mask_ + 1)};
+      } else {
+        // Wait for the clock to come within reach of the next tick: a tick of waiting is
+        // the classic cost of overflow, max_wait_ms on top is the policy's patience.
+        const int64_t excess_ms =
+            ahead_ms - (policy_ == RollbackPolicy::kLogical ? max_drift_ms_ : 0);
+        const uint64_t need_ticks = static_cast<uint64_t>((excess_ms + tick_ms - 1) / tick_ms);
+        if (excess_ms > tick_ms + max_wait_ms_ ||
+            !wait_for_tick(now_tick + need_ticks, tick_ms + max_wait_ms_)) {
+          if (policy_ == RollbackPolicy::kLogical && max_drift_ms_ > 0) {
+            return Status::ResourceExhausted("the generator would run " + ms_text(ahead_ms) +
+                                             " ahead of the clock, more than max_drift_ms " +
+                                             ms_text(max_drift_ms_) + "; one node issues at most " +
+                                             std::to_string(seq_mask_ + 1) + " IDs per " +
+                                             ms_text(tick_ms));
+          }
+          return Status::ResourceExhausted(
+              "the sequence of the current tick is used up and "
+              "the clock did not reach the next tick in time");
+        }
+        now_tick = read_tick();
+        cur = state_.load(std::memory_order_acquire);
+        continue;
+      }
+    }
+    const uint64_t next = (c.tick << seq_bits_) | (c.first_seq + c.count - 1);
+    if (state_.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      if (c.tick > now_tick && c.first_seq == 0 && c.tick > tick) {
+        borrowed_ms_.fetch_add(static_cast<uint64_t>(tick_ms), std::memory_order_relaxed);
+      }
+      *out = c;
+      return Status::Ok();
+    }
+  }
+}
+
+// ring: one word per remembered tick. A slot only ever moves to a later tick, so all
+// claims of a tick happen while its slot holds that tick and the CAS keeps them apart;
+// a tick whose slot moved on is outside the window and is refused, never reused.
+Status SnowflakeGenerator::claim_ring(uint64_t want, Claim* out) {
+  const int64_t tick_ms = layout_.tick_ms();
+  uint64_t tick = read_tick();
+  uint64_t high = ring_high_.load(std::memory_order_acquire);
+  bool revisit = false;
+  if (tick < high) tick = std::max(tick, read_tick());  // as in claim_linear: a stale reading
+  if (tick < high) {
+    if (high - tick >= ring_ticks_) {
+      return Status::ClockBackwards("the clock is " +
+                                    ms_text(static_cast<int64_t>(high - tick) * tick_ms) +
+                                    " behind the last ID issued, outside the ring of " +
+                                    std::to_string(ring_ticks_) + " ticks");
+    }
+    revisit = true;
+  }
+  for (;;) {
+    if (tick > max_tick_) return time_exhausted();
+    std::atomic<uint64_t>& slot = ring_[tick % ring_ticks_];
+    uint64_t cur = slot.load(std::memory_order_acquire);
+    const uint64_t slot_tick = cur >> seq_bits_;
+    const uint64_t seq = cur & seq_mask_;
+    Claim c;
+    if (slot_tick > tick) {
+      return Status::ClockBackwards("tick " + std::to_string(tick) +
+                                    " is no longer in the ring of " + std::to_string(ring_ticks_) +
+                                    " ticks");
+    } else if (slot_tick < tick) {
+      c = {tick, 0, std::min(want, seq_mask_ + 1)};
+    } else if (seq < seq_mask_) {
+      c = {tick, seq + 1, std::min(want, seq_mask_ - seq)};
+    } else {
+      // Used up. A revisited tick continues in the next one (still below the high
+      // mark, or the frontier itself); at the frontier, wait for the clock.
+      high = ring_high_.load(std::memory_order_acquire);
+      if (tick < high) {
+        ++tick;
+        continue;
+      }
+      if (!wait_for_tick(tick + 1, tick_ms + max_wait_ms_)) {
+        return Status::ResourceExhausted(
+            "the sequence of the current tick is used up and the "
+            "clock did not move on within max_wait_ms");
+      }
+      tick = std::max(tick + 1, read_tick());
+      continue;
+    }
+    const uint64_t next = (c.tick << seq_bits_) | (c.first_seq + c.count - 1);
+    if (slot.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                   std::memory_order_acquire)) {
+      uint64_t h = ring_high_.load(std::memory_order_relaxed);
+      while (c.tick > h && !ring_high_.compare_exchange_weak(h, c.tick, std::memory_order_acq_rel,
+                                                             std::memory_order_relaxed)) {
+      }
+      if (revisit || c.tick < h) {
+        ring_revisits_.fetch_add(c.count, std::memory_order_relaxed);
+      }
+      *out = c;
+      return Status::Ok();
+    }
+  }
+}
+
+Status SnowflakeGenerator::ensure_reserved(uint64_t tick) {
+  if (tick <= reserved_tick_.load(std::memory_order_acquire)) {
+    // Covered; renew early only if nobody else is already doing it.
+    std::unique_lock lock(slow_mu_, std::try_to_lock);
+    if (!lock.owns_lock() || tick < renew_tick_.load(std::memory_order_acquire)) {
+      return Status::Ok();
+    }
+    int64_t base = std::max(clock_->now_ms(), layout_.unix_ms_of(tick));
+    // An early renewal that fails is not fatal: the reservation still covers `tick`.
+    store_mark_locked(base + reserve_ms_).ignore_error();
+    return Status::Ok();
+  }
+  std::lock_guard lock(slow_mu_);
+  if (tick <= reserved_tick_.load(std::memory_order_acquire)) return Status::Ok();
+  int64_t base = std::max(clock_->now_ms(), layout_.unix_ms_of(tick));
+  return store_mark_locked(base + reserve_ms_);
+}
+
+Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
+  Status st = high_water_->store(mark_ms);
+  if (!st.ok()) {
+    return Status(st.code(), "cannot store the time high-water mark: " + st.message());
+  }
+  high_water_stores_.fetch_add(1, std::memory_order_relaxed);
+  reserved_ms_.store(mark_ms, std::memory_order_release);
+  const uint64_t reserved = tick_of_ms(mark_ms);
+  const uint64_t half = static_cast<uint64_t>(reserve_ms_ / 2 / layout_.tick_ms());
+  reserved_tick_.store(reserved, std::memory_order_release);
+  renew_tick_.store(reserved > half ? reserved - half : 0, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status SnowflakeGenerator::renew_reservation() {
+  if (high_water_ == nullptr) return Status::Ok();
+  std::lock_guard lock(slow_mu_);
+  int64_t now = clock_->now_ms();
+  if (reserved_ms_.load(std::memory_order_acquire) - now > reserve_ms_ / 2) return Status::Ok();
+  int64_t last = layout_.unix_ms_of(state_.load(std::memory_order_acquire) >> seq_bits_);
+  return store_mark_locked(std::max(now, last) + reserve_ms_);
+}
+
+void SnowflakeGenerator::fence(std::string reason) {
+  std::lock_guard lock(slow_mu_);
+  fence_reason_ = reason.empty() ? "this node is fenced and does not issue IDs" : std::move(reason);
+  fenced_.store(true, std::memory_order_release);
+}
+
+void SnowflakeGenerator::unfence() {
+  std::lock_guard lock(slow_mu_);
+  fenced_.store(false, std::memory_order_release);
+}
+
+int64_t SnowflakeGenerator::last_unix_ms() const {
+  uint64_t tick = policy_ == RollbackPolicy::kRing
+                      ? ring_high_.load(std::memory_order_acquire)
+                      : state_.load(std::memory_order_acquire) >> seq_bits_;
+  return tick <= floor_tick_ ? 0 : layout_.unix_ms_of(tick);
+}
+
+int64_t SnowflakeGenerator::drift_ms() const {
+  int64_t last = last_unix_ms();
+  int64_t now = clock_->now_ms();
+  return last > now ? last - now : 0;
+}
+
+int64_t SnowflakeGenerator::reserved_until_ms() const {
+  return reserved_ms_.load(std::memory_order_acquire);
+}
+
+SnowflakeCounters SnowflakeGenerator::counters() const {
+  SnowflakeCounters c;
+  c.rollbacks = rollbacks_.load(std::memory_order_relaxed);
+  c.waited_ms = waited_ms_.load(std::memory_order_relaxed);
+  c.borrowed_ms = borrowed_ms_.load(std::memory_order_relaxed);
+  c.failures = failures_.load(std::memory_order_relaxed);
+  c.ring_revisits = ring_revisits_.load(std::memory_order_relaxed);
+  c.high_water_stores = high_water_stores_.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace idforge

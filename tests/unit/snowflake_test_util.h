@@ -1,0 +1,59 @@
+// Helpers shared by the Snowflake generator tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <utility>
+
+#include "idforge/snowflake.h"
+
+namespace idforge::testing {
+
+// Fields of the twitter layout, decoded.
+struct Parts {
+  int64_t unix_ms;
+  uint64_t datacenter, worker, sequence;
+};
+
+inline Parts parts(uint64_t id) {
+  DecodedId d = Layout::twitter().decode(id).value();
+  return {d.unix_ms, d.get("datacenter"), d.get("worker"), d.get("sequence")};
+}
+
+inline std::unique_ptr<SnowflakeGenerator> make_generator(SnowflakeOptions options) {
+  auto gen = SnowflakeGenerator::create(std::move(options));
+  EXPECT_TRUE(gen.ok()) << gen.status().to_string();
+  return gen.ok() ? std::move(gen).value() : nullptr;
+}
+
+// Default options on a manual clock, with the given policy.
+inline SnowflakeOptions manual_options(ManualClock* clock, RollbackPolicy policy) {
+  SnowflakeOptions o;
+  o.clock = clock;
+  o.policy = policy;
+  o.nodes = {{"datacenter", 3}, {"worker", 7}};
+  return o;
+}
+
+// Issues `n` IDs and returns them; fails the test on the first error.
+inline std::vector<uint64_t> take(SnowflakeGenerator& gen, size_t n) {
+  std::vector<uint64_t> ids;
+  ids.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto id = gen.next();
+    EXPECT_TRUE(id.ok()) << "id " << i << ": " << id.status().to_string();
+    if (!id.ok()) break;
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+inline bool strictly_increasing(const std::vector<uint64_t>& ids) {
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i] <= ids[i - 1]) return false;
+  }
+  return true;
+}
+
+}  // namespace idforge::testing
