@@ -1,13 +1,12 @@
 #include "coord/file_high_water.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace idforge::coord {
 namespace {
@@ -73,7 +72,8 @@ Status FileHighWaterStore::store(int64_t unix_ms) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, errno_text()));
   Status st = write_all(fd, fmt::format("{}\n", unix_ms), tmp);
-  if (st.ok() && ::fsync(fd) != 0) st = Status::IoError(fmt::format("fsync {}: {}", tmp, errno_text()));
+  if (st.ok() && ::fsync(fd) != 0)
+    st = Status::IoError(fmt::format("fsync {}: {}", tmp, errno_text()));
   ::close(fd);
   if (!st.ok()) return st;
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {

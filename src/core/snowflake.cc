@@ -275,6 +275,12 @@ Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
       const int64_t ahead_ms = static_cast<int64_t>(next_tick - now_tick) * tick_ms;
       if (policy_ == RollbackPolicy::kLogical && ahead_ms <= max_drift_ms_) {
         c = {next_tick, 0, std::min(want, seq_mask_ + 1)};
+      } else if (uint64_t fresh = read_tick(); fresh > now_tick) {
+        // This thread's reading was stale (it may have been descheduled since): retry
+        // with the fresh one before deciding to wait or fail.
+        now_tick = fresh;
+        cur = state_.load(std::memory_order_acquire);
+        continue;
       } else {
         // Wait for the clock to come within reach of the next tick: a tick of waiting is
         // the classic cost of overflow, max_wait_ms on top is the policy's patience.
