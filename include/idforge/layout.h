@@ -129,11 +129,12 @@ class Layout {
   Result<DecodedId> decode(uint64_t id) const;
 
   // A table of `id`'s 64 bits cut into this layout's fields, one column per field (the
-  // unused high bits first, as "sign (1)" or "unused (n)"), each line ending in '|':
-  //   field  | sign (1) | time (41)                                 | ... | sequence (12) |
-  //   bits   | 63       | 62..22                                    | ... | 11..0         |
-  //   binary | 0        | 00110010100010111111010100011100101010001 | ... | 000000000000  |
-  //   value  | 0        | 217084608849                              | ... | 0             |
+  // unused high bits first, as "sign (1)" or "unused (n)"), each line ending in '|'.
+  // For twitter and 910499571847892992:
+  //   field  | sign (1) | time (41)                                 | datacenter (5) | ...
+  //   bits   | 63       | 62..22                                    | 21..17         | ...
+  //   binary | 0        | 00011001010001010111110100010010101110000 | 10001          | ...
+  //   value  | 0        | 217080014192                              | 17             | ...
   // Works for any id, also one that decode() rejects (its high bits show as set).
   std::string bit_diagram(uint64_t id) const;
 

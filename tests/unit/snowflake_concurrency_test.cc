@@ -28,11 +28,7 @@ uint64_t first_duplicate(std::vector<std::vector<uint64_t>>& per_thread) {
 // each thread's IDs increasing.
 TEST(SnowflakeConcurrency, EightThreadsMillionEachDistinctAndIncreasing) {
   constexpr int kThreads = 8;
-#if defined(__SANITIZE_THREAD__) || defined(IDFORGE_TSAN)
-  constexpr size_t kPerThread = 200'000;  // TSan is ~10x slower; the race detection is the point
-#else
   constexpr size_t kPerThread = 1'000'000;
-#endif
   auto gen = make_generator(SnowflakeOptions{});
   ASSERT_NE(gen, nullptr);
   std::vector<std::vector<uint64_t>> ids(kThreads);
