@@ -14,14 +14,18 @@ namespace idforge {
 // int64 ms in years 0000..9999; outside that range returns the number as text.
 std::string format_iso8601_utc(int64_t unix_ms);
 
-// Accepts a decimal Unix ms ("1505914988849") or an ISO-8601 date-time:
+// Accepts a decimal Unix ms ("1505914988849", "-1") or an ISO-8601 date-time:
 // "2017-09-20T13:43:08.849Z", "2017-09-20T13:43:08Z", "2017-09-20 13:43:08+02:00",
-// "2017-09-20" (midnight UTC). A missing zone means UTC. Fractions past ms are
-// truncated. Anything else is an InvalidArgument naming what was expected.
+// "2017-09-20" (midnight UTC). 'T' or a space between date and time; seconds and the
+// fraction ('.' or ',') are optional; the zone is Z, ±HH:MM, ±HHMM or ±HH, and a missing
+// zone means UTC. Fractions past ms are truncated. Years are 0000..9999; 23:59:60 (a
+// leap second) has no Unix ms and is refused. No surrounding spaces. Anything else is
+// an InvalidArgument that quotes the text and says what was expected.
 Result<int64_t> parse_time(std::string_view text);
 
-// Strict decimal parse of an unsigned 64-bit number (no sign, no spaces, no
-// overflow); the error quotes `what` ("ID", "--count").
+// Strict decimal parse of an unsigned 64-bit number: digits only (leading zeros are
+// fine), no sign, no spaces, no overflow. The InvalidArgument names `what` ("ID",
+// "--count") and quotes the text, escaped and cut at 64 bytes.
 Result<uint64_t> parse_u64(std::string_view text, std::string_view what);
 
 }  // namespace idforge
