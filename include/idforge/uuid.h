@@ -71,7 +71,7 @@ class Uuid7Generator {
   friend struct Uuid7GeneratorTestPeer;  // tests force the counter near overflow
 
   // Advances (last_ms_, counter_) for one UUID and writes them into `uuid`, whose
-  // bytes are already random; those bytes also seed the counter on a new ms.
+  // last four bytes the caller has already filled with random bits.
   void stamp_locked(int64_t now_ms, Uuid& uuid);
 
   Clock* clock_;
