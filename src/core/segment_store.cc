@@ -1,0 +1,22 @@
+#include "idforge/segment_store.h"
+
+namespace idforge {
+
+Status validate_tag_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) {
+    return Status::InvalidArgument("a tag name has 1 to 64 characters, got " +
+                                   std::to_string(name.size()));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.' || c == ':';
+    if (!ok) {
+      return Status::InvalidArgument(
+          "tag name has a character outside [A-Za-z0-9_.:-] at position " + std::to_string(i + 1));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace idforge
