@@ -1,0 +1,21 @@
+#include "store/store_factory.h"
+
+#include <string>
+
+#include "store/postgres_store.h"
+#include "store/redis_store.h"
+#include "store/sqlite_store.h"
+
+namespace idforge::store {
+
+Result<std::unique_ptr<SegmentStore>> open_store(std::string_view url) {
+  if (url.starts_with("sqlite:")) return open_sqlite_store(url.substr(7));
+  if (url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+    return open_postgres_store(url);
+  }
+  if (url.starts_with("redis://")) return open_redis_store(url);
+  return Status::InvalidArgument("unknown store URL '" + std::string(url) +
+                                 "' (expected sqlite:PATH, postgres://... or redis://HOST:PORT)");
+}
+
+}  // namespace idforge::store
