@@ -1,11 +1,11 @@
 // The `idforge` binary. Everything happens in cli::run(); this is the last line of
 // defence, so no exception ever reaches the user as a stack trace or an abort.
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"

@@ -1,0 +1,136 @@
+// `idforge next`: Snowflake IDs from a generator built for this one invocation.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "idforge/clock.h"
+#include "idforge/snowflake.h"
+
+namespace idforge::cli {
+namespace {
+
+// IDs made per next_batch call: large enough that the call overhead vanishes, small
+// enough that the buffer stays in cache.
+constexpr size_t kBatch = 1 << 14;
+
+struct NextFlags {
+  std::string count = "1";
+  LayoutFlags layout;
+  FieldFlags fields;
+  std::string policy = "logical";
+  std::optional<std::string> max_drift_ms;
+};
+
+Result<SnowflakeOptions> build_options(const NextFlags& flags) {
+  Result<Layout> layout = resolve_layout(flags.layout);
+  if (!layout.ok()) return layout.status();
+  auto nodes = resolve_fields(*layout, flags.fields, /*allow_sequence=*/false);
+  if (!nodes.ok()) return nodes.status();
+  Result<RollbackPolicy> policy = parse_policy(flags.policy);
+  if (!policy.ok()) {
+    return Status::InvalidArgument(
+        fmt::format("unknown --policy '{}' (choose logical, wait, reject or ring)", flags.policy));
+  }
+
+  SnowflakeOptions options;
+  options.layout = std::move(layout).value();
+  options.nodes = std::move(nodes).value();
+  options.policy = *policy;
+  if (flags.max_drift_ms) {
+    Result<uint64_t> drift = parse_number(*flags.max_drift_ms, "--max-drift-ms");
+    if (!drift.ok()) return drift.status();
+    if (*drift > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Status::OutOfRange(fmt::format("--max-drift-ms {} is too large", *drift));
+    }
+    options.max_drift_ms = static_cast<int64_t>(*drift);
+  }
+  return options;
+}
+
+// This process keeps no high-water mark, so a second run on this host that started
+// inside the last tick issued (or inside ticks borrowed ahead of the clock) would
+// repeat IDs. Leaving only once the clock has passed that tick makes back-to-back
+// runs safe; concurrent runs with one worker id still need a registry. The wait is
+// bounded, so a clock stepped back during the run cannot hang the exit.
+void wait_until_tick_passed(const SnowflakeGenerator& generator) {
+  constexpr int64_t kSlackMs = 100;
+  if (generator.last_unix_ms() == 0) return;  // nothing issued
+  Clock& clock = default_clock();
+  const int64_t free_from_ms = generator.last_unix_ms() + generator.layout().tick_ms();
+  const int64_t now = clock.now_ms();
+  if (now < free_from_ms) clock.wait_until_ms(free_from_ms, free_from_ms - now + kSlackMs);
+}
+
+// The generator refuses a batch that would take it too far ahead of the clock (the
+// drift budget, or a tick's sequence, used up) once it has waited max_wait_ms. A
+// one-shot run has nobody waiting on its latency, so it lets the clock catch up and
+// asks again: a refused batch leaves only gaps, never a repeat (all or nothing).
+Status next_batch_patiently(SnowflakeGenerator& generator, std::span<uint64_t> out) {
+  constexpr int kAttempts = 3;
+  Status made;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    made = generator.next_batch(out);
+    if (made.ok() || made.code() != StatusCode::kResourceExhausted) break;
+    if (generator.last_unix_ms() == 0) break;  // the time field ran out before the first ID
+    wait_until_tick_passed(generator);
+  }
+  return made;
+}
+
+int run_next(const NextFlags& flags) {
+  Result<uint64_t> count = parse_count(flags.count);
+  if (!count.ok()) return fail(count.status());
+  Result<SnowflakeOptions> options = build_options(flags);
+  if (!options.ok()) return fail(options.status());
+  auto generator = SnowflakeGenerator::create(std::move(options).value());
+  if (!generator.ok()) return fail(generator.status());
+
+  std::vector<uint64_t> ids(std::min<size_t>(*count, kBatch));
+  LineWriter out;
+  int status = kExitOk;
+  for (uint64_t left = *count; left > 0;) {
+    std::span<uint64_t> batch(ids.data(), std::min<size_t>(left, ids.size()));
+    Status made = next_batch_patiently(**generator, batch);
+    if (!made.ok()) {
+      out.flush();
+      status = fail(made);
+      break;
+    }
+    for (uint64_t id : batch) out.line(id);
+    left -= batch.size();
+  }
+  out.flush();
+  wait_until_tick_passed(**generator);
+  return status;
+}
+
+}  // namespace
+
+void add_next_command(CLI::App& app, int& exit_status) {
+  auto flags = std::make_shared<NextFlags>();
+  CLI::App* cmd = app.add_subcommand("next", "Print new Snowflake IDs, one per line");
+  add_count_flag(*cmd, flags->count);
+  add_layout_flags(*cmd, flags->layout);
+  add_field_flags(*cmd, flags->fields, /*with_sequence=*/false);
+  cmd->add_option("--policy", flags->policy, "Clock rollback policy: logical, wait, reject or ring")
+      ->type_name("POLICY")
+      ->default_str("logical");
+  cmd->add_option_function<std::string>(
+         "--max-drift-ms", [f = flags.get()](const std::string& v) { f->max_drift_ms = v; },
+         "logical policy: how far ahead of the clock IDs may run (default 1000)")
+      ->type_name("MS");
+  cmd->footer(
+      "Examples:\n"
+      "  idforge next --count 3 --datacenter 1 --worker 7\n"
+      "  idforge next --layout instagram --node shard=42");
+  cmd->callback([flags, &exit_status] { exit_status = run_next(*flags); });
+}
+
+}  // namespace idforge::cli

@@ -1,0 +1,63 @@
+#include "cli/decoded_output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "idforge/time_format.h"
+
+namespace idforge::cli {
+namespace {
+
+// A custom layout may name a field like one of our own keys; the field then gets a
+// prefix rather than silently replacing the id or the time.
+std::string field_key(const std::string& name) {
+  for (std::string_view reserved : {"id", "layout", "unix_ms", "time"}) {
+    if (name == reserved) return "field_" + name;
+  }
+  return name;
+}
+
+}  // namespace
+
+nlohmann::ordered_json decoded_json(const Layout& layout, const DecodedId& decoded) {
+  nlohmann::ordered_json out;
+  out["id"] = std::to_string(decoded.id);
+  out["layout"] = layout.name();
+  out["unix_ms"] = decoded.unix_ms;
+  out["time"] = format_iso8601_utc(decoded.unix_ms);
+  for (const FieldValue& field : decoded.fields) {
+    if (field.role == FieldRole::kTime) continue;
+    out[field_key(field.name)] = field.value;
+  }
+  return out;
+}
+
+std::string decoded_text(const Layout& layout, const DecodedId& decoded) {
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"id", std::to_string(decoded.id)},
+      {"layout", layout.name()},
+      {"unix_ms", std::to_string(decoded.unix_ms)},
+      {"time", format_iso8601_utc(decoded.unix_ms)},
+  };
+  for (const FieldValue& field : decoded.fields) {
+    if (field.role == FieldRole::kTime) continue;
+    rows.emplace_back(field.name, std::to_string(field.value));
+  }
+  size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.first.size());
+
+  std::string text;
+  for (const auto& [key, value] : rows) {
+    text += fmt::format("{:<{}}  {}\n", key + ":", width + 1, value);
+  }
+  text += "\n";
+  text += layout.bit_diagram(decoded.id);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text;
+}
+
+}  // namespace idforge::cli
