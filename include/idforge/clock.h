@@ -14,6 +14,9 @@ class Clock {
   virtual ~Clock() = default;
   // Unix time in milliseconds.
   virtual int64_t now_ms() = 0;
+  // Unix time read from the source itself, for decisions worth a system call (whether
+  // to wait or fail); a cached clock also refreshes its cache with it.
+  virtual int64_t now_precise_ms() { return now_ms(); }
   // Blocks for about `ms` milliseconds (a ManualClock advances itself instead).
   virtual void sleep_ms(int64_t ms) = 0;
   // Waits until now_ms() >= target_ms, giving up after about max_wait_ms of real time;
@@ -42,6 +45,7 @@ class CachedSystemClock final : public Clock {
   CachedSystemClock& operator=(const CachedSystemClock&) = delete;
 
   int64_t now_ms() override;
+  int64_t now_precise_ms() override;
   void sleep_ms(int64_t ms) override;
   // Waits on the real clock and then shares what it read, so a waiter does not depend
   // on the background thread getting CPU time.

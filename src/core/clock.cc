@@ -118,6 +118,12 @@ CachedSystemClock::~CachedSystemClock() { Ticker::instance().release(); }
 int64_t CachedSystemClock::now_ms() { return Ticker::instance().now(); }
 void CachedSystemClock::sleep_ms(int64_t ms) { sleep_real_ms(ms); }
 
+int64_t CachedSystemClock::now_precise_ms() {
+  int64_t now = read_realtime_ms();
+  Ticker::instance().publish(now);
+  return now;
+}
+
 int64_t CachedSystemClock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
   SystemClock real;
   int64_t waited = real.wait_until_ms(target_ms, max_wait_ms);

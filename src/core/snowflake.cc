@@ -171,7 +171,7 @@ uint64_t SnowflakeGenerator::read_tick() {
   } else if (now < seen) {
     // A thread may have read the clock just before another read a later value; only a
     // second reading still behind counts as the clock stepping back.
-    int64_t again = clock_->now_ms();
+    int64_t again = clock_->now_precise_ms();
     if (again < seen) {
       int64_t counted = rollback_mark_.load(std::memory_order_relaxed);
       if (counted != seen &&
@@ -248,7 +248,7 @@ Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
     } else if (now_tick < tick && policy_ != RollbackPolicy::kLogical) {
       // Another thread may have read the clock after this one did and issued a later
       // tick; the state was loaded with acquire, so a fresh reading sees that tick.
-      if (uint64_t again = read_tick(); again >= tick) {
+      if (uint64_t again = tick_of_ms(clock_->now_precise_ms()); again >= tick) {
         now_tick = again;
         continue;
       }
@@ -275,9 +275,10 @@ Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
       const int64_t ahead_ms = static_cast<int64_t>(next_tick - now_tick) * tick_ms;
       if (policy_ == RollbackPolicy::kLogical && ahead_ms <= max_drift_ms_) {
         c = {next_tick, 0, std::min(want, seq_mask_ + 1)};
-      } else if (uint64_t fresh = read_tick(); fresh > now_tick) {
-        // This thread's reading was stale (it may have been descheduled since): retry
-        // with the fresh one before deciding to wait or fail.
+      } else if (uint64_t fresh = tick_of_ms(clock_->now_precise_ms()); fresh > now_tick) {
+        // This thread's reading was stale (it may have been descheduled since, or the
+        // cached clock's thread starved): retry with a precise one before deciding to
+        // wait or fail.
         now_tick = fresh;
         cur = state_.load(std::memory_order_acquire);
         continue;
@@ -325,7 +326,8 @@ Status SnowflakeGenerator::claim_ring(uint64_t want, Claim* out) {
   uint64_t tick = read_tick();
   uint64_t high = ring_high_.load(std::memory_order_acquire);
   bool revisit = false;
-  if (tick < high) tick = std::max(tick, read_tick());  // as in claim_linear: a stale reading
+  // As in claim_linear: confirm with a precise reading before treating it as a rollback.
+  if (tick < high) tick = std::max(tick, tick_of_ms(clock_->now_precise_ms()));
   if (tick < high) {
     if (high - tick >= ring_ticks_) {
       return Status::ClockBackwards("the clock is " +
