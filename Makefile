@@ -23,7 +23,7 @@ run: build
 # Concurrency tests under ThreadSanitizer, then every test of the release build.
 # ctest runs last so that its summary line closes the output.
 test: build test-tsan
-	@ctest --test-dir build --output-on-failure -j $(JOBS)
+	@ctest --test-dir build --output-on-failure --no-label-summary -j $(JOBS)
 
 test-tsan: deps
 	@$(CMAKE) --preset tsan >/dev/null
