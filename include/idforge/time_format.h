@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,5 +28,25 @@ Result<int64_t> parse_time(std::string_view text);
 // fine), no sign, no spaces, no overflow. The InvalidArgument names `what` ("ID",
 // "--count") and quotes the text, escaped and cut at 64 bytes.
 Result<uint64_t> parse_u64(std::string_view text, std::string_view what);
+
+// Calendar arithmetic shared with serial templates and time zones. Proleptic Gregorian
+// calendar, years 0000..9999 only.
+struct CivilTime {
+  int year;  // 0..9999
+  int month;
+  int day;
+  int hour;
+  int minute;
+  int second;
+  int millisecond;
+};
+
+// The calendar fields of `unix_ms` read as UTC (add a zone offset first for local
+// time), or nullopt outside years 0000..9999.
+std::optional<CivilTime> civil_time_from_unix_ms(int64_t unix_ms);
+
+// Days since 1970-01-01 of a valid date (month 1..12, day within the month) in years
+// 0000..9999; also 10000-01-01, so a caller can find the length of December 9999.
+int64_t unix_days_from_civil(int year, int month, int day);
 
 }  // namespace idforge

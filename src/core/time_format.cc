@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -207,6 +208,28 @@ std::string format_iso8601_utc(int64_t unix_ms) {
   append_padded(out, ms_of_day % kMsPerSecond, 3);
   out += 'Z';
   return out;
+}
+
+std::optional<CivilTime> civil_time_from_unix_ms(int64_t unix_ms) {
+  if (unix_ms < kMinMs || unix_ms > kMaxMs) return std::nullopt;
+  int64_t days = unix_ms / kMsPerDay;
+  int64_t ms_of_day = unix_ms % kMsPerDay;
+  if (ms_of_day < 0) {
+    ms_of_day += kMsPerDay;
+    --days;
+  }
+  const CivilDate date = civil_from_days(days);
+  return CivilTime{static_cast<int>(date.year),
+                   date.month,
+                   date.day,
+                   static_cast<int>(ms_of_day / kMsPerHour),
+                   static_cast<int>(ms_of_day / kMsPerMinute % 60),
+                   static_cast<int>(ms_of_day / kMsPerSecond % 60),
+                   static_cast<int>(ms_of_day % kMsPerSecond)};
+}
+
+int64_t unix_days_from_civil(int year, int month, int day) {
+  return days_from_civil(year, month, day);
 }
 
 Result<int64_t> parse_time(std::string_view text) {
