@@ -123,9 +123,11 @@ Status SegmentBuffer::slow_path(uint64_t seen_gen) {
       switches_.fetch_add(1, std::memory_order_relaxed);
       return Status::Ok();
     }
-    // A store that says the tag does not exist will say so again: answer at once.
+    // A store that says the tag does not exist, or has run out of numbers, will say so
+    // again: answer at once rather than after the deadline.
     if (!fetching_ && (last_error_.code() == StatusCode::kNotFound ||
-                       last_error_.code() == StatusCode::kInvalidArgument)) {
+                       last_error_.code() == StatusCode::kInvalidArgument ||
+                       last_error_.code() == StatusCode::kOutOfRange)) {
       return last_error_;
     }
     // Both buffers are empty. Pin the offset at the end so callers piling up here

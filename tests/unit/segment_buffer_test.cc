@@ -112,6 +112,21 @@ TEST(SegmentBufferTest, UnknownTagIsAClearErrorAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
 }
 
+TEST(SegmentBufferTest, ExhaustedTagIsAClearErrorAtOnce) {
+  FakeRangeSource src;
+  src.add_tag("order");
+  SegmentBufferOptions o = opts(10);
+  o.wait_ms = 5000;
+  auto buf = make_buffer(&src, o);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(buf->next().ok());
+  src.set_failure(Status::OutOfRange("tag 'order' has run past 2^63-1"));
+  auto start = std::chrono::steady_clock::now();
+  Status last;
+  for (int i = 0; i < 5 && last.ok(); ++i) last = buf->next().status();
+  EXPECT_EQ(last.code(), StatusCode::kOutOfRange);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+}
+
 TEST(SegmentBufferTest, StepDoublesForShortSegmentsAndHalvesForLongOnes) {
   FakeRangeSource src;
   src.add_tag("order");
