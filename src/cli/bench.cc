@@ -42,7 +42,7 @@ constexpr size_t kBatch = 256;
 constexpr std::string_view kAtomicName = "baseline.atomic_counter";
 constexpr std::string_view kMutexName = "baseline.mutex_snowflake";
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 // What one thread saw. Written once, when the thread stops; the alignment keeps
 // threads that finish at different times off each other's cache line.
@@ -50,8 +50,8 @@ struct alignas(64) Tally {
   uint64_t ids = 0;
   uint64_t digest = 0;        // XOR of all IDs: makes every result observable
   uint64_t out_of_order = 0;  // IDs not above the thread's previous one
-  Clock::time_point start;
-  Clock::time_point end;
+  Steady::time_point start;
+  Steady::time_point end;
   Status error;
 };
 
@@ -126,7 +126,7 @@ void drive(std::atomic<bool>& stop, Tally& tally, Step step) {
   Order order;
   uint64_t ids = 0;
   bool ok = true;
-  tally.start = Clock::now();
+  tally.start = Steady::now();
   // Relaxed is enough: the flag only has to be seen eventually, and the results are
   // published by the thread's join.
   while (ok && !stop.load(std::memory_order_relaxed)) {
@@ -139,7 +139,7 @@ void drive(std::atomic<bool>& stop, Tally& tally, Step step) {
       ids += made;
     }
   }
-  tally.end = Clock::now();
+  tally.end = Steady::now();
   if (!ok) stop.store(true, std::memory_order_relaxed);  // the others stop too
   tally.ids = ids;
   tally.digest = order.digest();
@@ -342,12 +342,12 @@ const std::vector<BenchmarkSpec>& all_benchmarks() {
 std::atomic<uint64_t> g_digest{0};  // where every run's digest ends up
 
 // Sleeps until `deadline`, waking early when a thread reports an error.
-void wait_until(Clock::time_point deadline, const std::atomic<bool>& stop) {
+void wait_until(Steady::time_point deadline, const std::atomic<bool>& stop) {
   constexpr auto kSlice = std::chrono::milliseconds(20);
   while (!stop.load(std::memory_order_relaxed)) {
-    auto now = Clock::now();
+    auto now = Steady::now();
     if (now >= deadline) return;
-    std::this_thread::sleep_for(std::min<Clock::duration>(deadline - now, kSlice));
+    std::this_thread::sleep_for(std::min<Steady::duration>(deadline - now, kSlice));
   }
 }
 
@@ -382,14 +382,14 @@ Row measure(const BenchmarkSpec& spec, int threads, double seconds) {
   }
   start.arrive_and_wait();
   auto duration =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  wait_until(Clock::now() + duration, stop);
+      std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(seconds));
+  wait_until(Steady::now() + duration, stop);
   stop.store(true, std::memory_order_relaxed);
   for (std::thread& t : pool) t.join();
   if (!row.error.empty()) return row;
 
-  Clock::time_point first = tallies.front().start;
-  Clock::time_point last = tallies.front().end;
+  Steady::time_point first = tallies.front().start;
+  Steady::time_point last = tallies.front().end;
   uint64_t out_of_order = 0;
   uint64_t digest = 0;
   for (const Tally& t : tallies) {
