@@ -20,8 +20,9 @@ class Clock {
   // Blocks for about `ms` milliseconds (a ManualClock advances itself instead).
   virtual void sleep_ms(int64_t ms) = 0;
   // Waits until now_ms() >= target_ms, giving up after about max_wait_ms of real time;
-  // returns the milliseconds spent. Waits of a couple of ms spin (yielding), since a
-  // Snowflake tick is 1 ms and a sleep overshoots it; longer ones sleep.
+  // returns the time spent in MICROseconds (waits at a tick boundary are mostly under
+  // a millisecond, and counting them in ms would round them all away). Waits of a couple of ms spin
+  // (yielding), since a Snowflake tick is 1 ms and a sleep overshoots it; longer ones sleep.
   virtual int64_t wait_until_ms(int64_t target_ms, int64_t max_wait_ms);
 };
 
@@ -64,7 +65,8 @@ class ManualClock final : public Clock {
 
   int64_t now_ms() override { return now_.load(std::memory_order_acquire); }
   void sleep_ms(int64_t ms) override;
-  // With auto_advance, moves the clock forward to target_ms (at most max_wait_ms).
+  // With auto_advance, moves the clock forward to target_ms (at most max_wait_ms) and
+  // returns that step in microseconds.
   int64_t wait_until_ms(int64_t target_ms, int64_t max_wait_ms) override;
 
   void set(int64_t ms) { now_.store(ms, std::memory_order_release); }

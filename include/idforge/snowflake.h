@@ -97,7 +97,11 @@ class SnowflakeGenerator {
   // The next ID. Errors: Unavailable (fenced; clock behind the restart mark),
   // ClockBackwards, ResourceExhausted (drift budget spent, time field exhausted),
   // DeadlineExceeded (waited max_wait_ms), IoError (high-water store failed).
-  Result<uint64_t> next();
+  Result<uint64_t> next() {
+    uint64_t id;
+    if (try_fast(&id)) return id;
+    return next_slow();
+  }
 
   // Fills `out` with increasing IDs, taking each tick's free sequences in one CAS.
   // All or nothing: on error, `out` holds no usable IDs (the skipped ones are gaps).
@@ -135,6 +139,39 @@ class SnowflakeGenerator {
     uint64_t count = 0;
   };
 
+  // The common case, inline: no rollback suspected, room in the tick (or a new tick),
+  // one CAS, nothing to reserve. Anything else, including a lost CAS, goes to the
+  // slow path, which handles every case again from the start.
+  bool try_fast(uint64_t* id) {
+    if (policy_ == RollbackPolicy::kRing || fenced_.load(std::memory_order_acquire)) return false;
+    const int64_t now = clock_->now_ms();
+    if (now < max_clock_ms_.load(std::memory_order_relaxed)) return false;
+    const uint64_t now_tick = tick_of_ms(now);
+    uint64_t cur = state_.load(std::memory_order_acquire);
+    const uint64_t tick = cur >> seq_bits_;
+    uint64_t next;
+    if (now_tick > tick) {
+      if (now_tick > max_tick_) return false;
+      next = now_tick << seq_bits_;
+    } else if ((now_tick == tick || policy_ == RollbackPolicy::kLogical) &&
+               (cur & seq_mask_) < seq_mask_) {
+      next = cur + 1;
+    } else {
+      return false;
+    }
+    if ((next >> seq_bits_) >= renew_tick_.load(std::memory_order_acquire)) return false;
+    if (!state_.compare_exchange_strong(cur, next, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+      return false;
+    }
+    // Once per tick: remember the clock value, to tell a rollback from a stale reading.
+    if (now_tick > tick) note_clock(now);
+    *id = compose(next >> seq_bits_, next & seq_mask_);
+    return true;
+  }
+  Result<uint64_t> next_slow();
+  void note_clock(int64_t now_ms);
+
   Status init();
   // Claims up to `want` sequences of one tick under the policy, then makes sure the
   // high-water mark covers that tick.
@@ -143,7 +180,11 @@ class SnowflakeGenerator {
   Status claim_ring(uint64_t want, Claim* out);
   // Tick of the clock (0 before the epoch), and whether the clock stepped back.
   uint64_t read_tick();
-  uint64_t tick_of_ms(int64_t unix_ms) const;
+  uint64_t tick_of_ms(int64_t unix_ms) const {
+    if (unix_ms <= epoch_ms_) return 0;
+    const auto delta = static_cast<uint64_t>(unix_ms - epoch_ms_);
+    return tick_ms_ == 1 ? delta : delta / tick_ms_;
+  }
   // Waits for the clock to reach `tick`, at most `max_ms`; false if it did not.
   bool wait_for_tick(uint64_t tick, int64_t max_ms);
   Status ensure_reserved(uint64_t tick);
@@ -171,6 +212,8 @@ class SnowflakeGenerator {
   int seq_bits_ = 0;
   uint64_t seq_mask_ = 0;
   uint64_t max_tick_ = 0;
+  int64_t epoch_ms_ = 0;
+  uint64_t tick_ms_ = 1;
   uint64_t floor_tick_ = 0;  // first tick this generator may use (above the restored mark)
 
   // The hot word: (tick << seq_bits_) | last sequence issued in that tick. Alone on
@@ -190,7 +233,7 @@ class SnowflakeGenerator {
   std::string fence_reason_;
 
   alignas(64) std::atomic<uint64_t> rollbacks_{0};
-  std::atomic<uint64_t> waited_ms_{0};
+  std::atomic<uint64_t> waited_us_{0};
   std::atomic<uint64_t> borrowed_ms_{0};
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> ring_revisits_{0};

@@ -98,7 +98,7 @@ int64_t Clock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
     int64_t now = now_ms();
     auto t = Steady::now();
     if (now >= target_ms || t >= deadline) {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(t - start).count();
+      return std::chrono::duration_cast<std::chrono::microseconds>(t - start).count();
     }
     int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - t).count();
     int64_t behind = target_ms - now;
@@ -153,7 +153,7 @@ int64_t ManualClock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
   if (step <= 0) return 0;
   slept_.fetch_add(step, std::memory_order_acq_rel);
   advance(step);
-  return step;
+  return step * 1000;
 }
 
 }  // namespace idforge

@@ -68,6 +68,8 @@ SnowflakeGenerator::SnowflakeGenerator(SnowflakeOptions options)
 SnowflakeGenerator::~SnowflakeGenerator() = default;
 
 Status SnowflakeGenerator::init() {
+  epoch_ms_ = layout_.epoch_ms();
+  tick_ms_ = static_cast<uint64_t>(layout_.tick_ms());
   time_shift_ = layout_.time_shift();
   seq_shift_ = layout_.sequence_shift();
   seq_bits_ = layout_.sequence_bits();
@@ -155,10 +157,11 @@ Status SnowflakeGenerator::init() {
   return store_mark_locked(base + reserve_ms_);
 }
 
-uint64_t SnowflakeGenerator::tick_of_ms(int64_t unix_ms) const {
-  if (unix_ms <= layout_.epoch_ms()) return 0;
-  uint64_t delta = static_cast<uint64_t>(unix_ms - layout_.epoch_ms());
-  return layout_.tick_ms() == 1 ? delta : delta / static_cast<uint64_t>(layout_.tick_ms());
+void SnowflakeGenerator::note_clock(int64_t now_ms) {
+  int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);
+  while (now_ms > seen &&
+         !max_clock_ms_.compare_exchange_weak(seen, now_ms, std::memory_order_relaxed)) {
+  }
 }
 
 uint64_t SnowflakeGenerator::read_tick() {
@@ -167,7 +170,7 @@ uint64_t SnowflakeGenerator::read_tick() {
   // millisecond, so the line stays shared-clean on the hot path.
   int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);
   if (now > seen) {
-    max_clock_ms_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+    note_clock(now);
   } else if (now < seen) {
     // A thread may have read the clock just before another read a later value; only a
     // second reading still behind counts as the clock stepping back.
@@ -185,8 +188,10 @@ uint64_t SnowflakeGenerator::read_tick() {
 }
 
 bool SnowflakeGenerator::wait_for_tick(uint64_t tick, int64_t max_ms) {
-  int64_t waited = clock_->wait_until_ms(layout_.unix_ms_of(tick), max_ms);
-  if (waited > 0) waited_ms_.fetch_add(static_cast<uint64_t>(waited), std::memory_order_relaxed);
+  int64_t waited_us = clock_->wait_until_ms(layout_.unix_ms_of(tick), max_ms);
+  if (waited_us > 0) {
+    waited_us_.fetch_add(static_cast<uint64_t>(waited_us), std::memory_order_relaxed);
+  }
   return tick_of_ms(clock_->now_ms()) >= tick;
 }
 
@@ -200,7 +205,7 @@ Status SnowflakeGenerator::fail(Status status) {
   return status;
 }
 
-Result<uint64_t> SnowflakeGenerator::next() {
+Result<uint64_t> SnowflakeGenerator::next_slow() {
   Claim c;
   Status st = claim(1, &c);
   if (!st.ok()) return st;
@@ -456,7 +461,7 @@ int64_t SnowflakeGenerator::reserved_until_ms() const {
 SnowflakeCounters SnowflakeGenerator::counters() const {
   SnowflakeCounters c;
   c.rollbacks = rollbacks_.load(std::memory_order_relaxed);
-  c.waited_ms = waited_ms_.load(std::memory_order_relaxed);
+  c.waited_ms = waited_us_.load(std::memory_order_relaxed) / 1000;
   c.borrowed_ms = borrowed_ms_.load(std::memory_order_relaxed);
   c.failures = failures_.load(std::memory_order_relaxed);
   c.ring_revisits = ring_revisits_.load(std::memory_order_relaxed);

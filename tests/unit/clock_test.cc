@@ -57,7 +57,7 @@ TEST(ClockTest, ManualClockAdvancesOnlyWhenTold) {
   EXPECT_EQ(clock.now_ms(), 10);
   clock.sleep_ms(7);  // auto-advance
   EXPECT_EQ(clock.now_ms(), 17);
-  EXPECT_EQ(clock.wait_until_ms(30, 5), 5);  // bounded by max_wait
+  EXPECT_EQ(clock.wait_until_ms(30, 5), 5000);  // bounded by max_wait; in microseconds
   EXPECT_EQ(clock.now_ms(), 22);
   EXPECT_EQ(clock.wait_until_ms(20, 100), 0);  // already there
   EXPECT_EQ(clock.slept_ms(), 12);
