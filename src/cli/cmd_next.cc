@@ -1,4 +1,5 @@
-// `idforge next`: Snowflake IDs from a generator built for this one invocation.
+// `idforge next`: Snowflake IDs from a generator built for this one invocation, or
+// with --tag, segment IDs of a tag from its store(s).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/segment_stores.h"
 #include "idforge/clock.h"
 #include "idforge/snowflake.h"
 
@@ -26,7 +28,27 @@ struct NextFlags {
   FieldFlags fields;
   std::string policy = "logical";
   std::optional<std::string> max_drift_ms;
+  std::optional<std::string> tag;  // segment mode
+  StoreFlags stores;
 };
+
+// Flags that shape Snowflake IDs and mean nothing for a segment tag.
+constexpr const char* kSnowflakeOnly[] = {"--layout", "--epoch", "--tick-ms", "--datacenter",
+                                          "--worker", "--node",  "--policy",  "--max-drift-ms"};
+
+// Segment mode, after checking that no Snowflake flag was given with it (a silently
+// ignored --worker would suggest the IDs carry it).
+int run_next_tag(const CLI::App& cmd, const NextFlags& flags) {
+  for (const char* name : kSnowflakeOnly) {
+    if (cmd.count(name) > 0) {
+      return fail(Status::InvalidArgument(
+          fmt::format("{} applies to Snowflake IDs, not to --tag (segment IDs)", name)));
+    }
+  }
+  Result<uint64_t> count = parse_count(flags.count);
+  if (!count.ok()) return fail(count.status());
+  return print_segment_ids(flags.stores, *flags.tag, *count);
+}
 
 Result<SnowflakeOptions> build_options(const NextFlags& flags) {
   Result<Layout> layout = resolve_layout(flags.layout);
@@ -126,11 +148,25 @@ void add_next_command(CLI::App& app, int& exit_status) {
          "--max-drift-ms", [f = flags.get()](const std::string& v) { f->max_drift_ms = v; },
          "logical policy: how far ahead of the clock IDs may run (default 1000)")
       ->type_name("MS");
+  cmd->add_option_function<std::string>(
+         "--tag", [f = flags.get()](const std::string& v) { f->tag = v; },
+         "Segment mode: the next IDs of this tag (see 'idforge tag --help')")
+      ->type_name("NAME");
+  add_store_flags(*cmd, flags->stores);
   cmd->footer(
       "Examples:\n"
       "  idforge next --count 3 --datacenter 1 --worker 7\n"
-      "  idforge next --layout instagram --node shard=42");
-  cmd->callback([flags, &exit_status] { exit_status = run_next(*flags); });
+      "  idforge next --layout instagram --node shard=42\n"
+      "  idforge next --tag order --count 10");
+  cmd->callback([flags, cmd, &exit_status] {
+    if (flags->tag) {
+      exit_status = run_next_tag(*cmd, *flags);
+    } else if (store_flags_given(*cmd)) {
+      exit_status = fail(Status::InvalidArgument("--store and --data-dir need --tag NAME"));
+    } else {
+      exit_status = run_next(*flags);
+    }
+  });
 }
 
 }  // namespace idforge::cli

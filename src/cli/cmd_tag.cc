@@ -1,0 +1,293 @@
+// `idforge tag create|list|show|set-step`: the segment-mode tags in one or more stores.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/segment_stores.h"
+#include "idforge/segment_store.h"
+#include "idforge/serial.h"
+#include "idforge/time_format.h"
+
+namespace idforge::cli {
+namespace {
+
+constexpr uint64_t kDefaultStart = 1;
+constexpr uint64_t kDefaultStep = 1000;
+
+struct TagFlags {
+  StoreFlags stores;
+  std::string command;  // "create", "show", ... for messages
+  std::string name;
+  std::string start = std::to_string(kDefaultStart);
+  std::string step = std::to_string(kDefaultStep);
+  std::string new_step;  // set-step's N
+  std::string description;
+  std::string serial_template;
+  bool json = false;
+};
+
+// Runs `action` on every store and reports the outcome: a line on stdout per store
+// that succeeded and one error line naming each one that failed, so a partial
+// success over several stores is visible and the command can simply be rerun.
+template <typename Action>
+int on_each_store(const StoreFlags& flags, Action action) {
+  Result<std::vector<OpenedStore>> opened = open_stores(flags);
+  if (!opened.ok()) return fail(opened.status());
+  Status first_error;
+  std::string errors;
+  for (OpenedStore& o : *opened) {
+    Status st = o.error;
+    if (o.store) {
+      Result<std::string> done = action(*o.store);
+      if (done.ok()) {
+        fmt::print("{}\n", *done);
+        continue;
+      }
+      st = done.status();
+    }
+    if (first_error.ok()) first_error = st;
+    const bool names_store = st.message().find(o.url) != std::string::npos;
+    errors += fmt::format("{}{}{}", errors.empty() ? "" : "; ", names_store ? "" : o.url + ": ",
+                          st.message());
+  }
+  if (first_error.ok()) return kExitOk;
+  // One store: its message as it is. Several: every failure on the one line.
+  return fail(Status(first_error.code(), opened->size() == 1 ? first_error.message() : errors));
+}
+
+// Stores that answer, with their tags; the first store that fails ends the command,
+// since a listing with a store silently missing would mislead.
+template <typename Read>
+int read_each_store(const StoreFlags& flags, Read read) {
+  Result<std::vector<OpenedStore>> opened = open_stores(flags);
+  if (!opened.ok()) return fail(opened.status());
+  for (OpenedStore& o : *opened) {
+    if (!o.store) return fail(o.error);
+  }
+  return read(*opened);
+}
+
+nlohmann::ordered_json tag_json(const TagInfo& tag, const std::string& store) {
+  nlohmann::ordered_json out;
+  out["name"] = tag.name;
+  // A string, like IDs everywhere in our JSON: JavaScript loses integers above 2^53.
+  out["max_id"] = std::to_string(tag.max_id);
+  out["step"] = tag.step;
+  out["description"] = tag.description;
+  out["serial_template"] = tag.serial_template;
+  out["updated_at_ms"] = tag.updated_at_ms;
+  out["updated_at"] = format_iso8601_utc(tag.updated_at_ms);
+  out["store"] = store;
+  return out;
+}
+
+std::string tag_text(const TagInfo& tag, const std::string& store) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"name", tag.name},
+      {"store", store},
+      {"max_id", std::to_string(tag.max_id)},
+      {"step", std::to_string(tag.step)},
+      {"description", tag.description},
+      {"serial_template", tag.serial_template},
+      {"updated_at", format_iso8601_utc(tag.updated_at_ms)},
+  };
+  std::string text;
+  for (const auto& [key, value] : rows) {
+    std::string line = fmt::format("{:<17}{}", key + ":", value);
+    while (!line.empty() && line.back() == ' ') line.pop_back();  // an empty value
+    text += line + "\n";
+  }
+  return text;
+}
+
+// NAME is optional to CLI11 so that a missing one gets a message naming this command's
+// help rather than the parent's.
+Status check_name(const TagFlags& flags) {
+  if (flags.name.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("missing the tag NAME (see 'idforge tag {} --help')", flags.command));
+  }
+  return validate_tag_name(flags.name);
+}
+
+Result<TagSpec> spec_from(const TagFlags& flags) {
+  IDFORGE_RETURN_IF_ERROR(check_name(flags));
+  TagSpec spec;
+  spec.name = flags.name;
+  Result<uint64_t> start = parse_number(flags.start, "--start");
+  if (!start.ok()) return start.status();
+  Result<uint64_t> step = parse_number(flags.step, "--step");
+  if (!step.ok()) return step.status();
+  spec.start = *start;
+  spec.step = *step;
+  spec.description = flags.description;
+  // The store keeps the text as given; checking it here means a tag never holds a
+  // template that would fail later, when serials are made from it.
+  if (!flags.serial_template.empty()) {
+    Result<SerialTemplate> parsed = SerialTemplate::parse(flags.serial_template);
+    if (!parsed.ok()) return parsed.status();
+  }
+  spec.serial_template = flags.serial_template;
+  return spec;
+}
+
+int run_create(const TagFlags& flags) {
+  Result<TagSpec> spec = spec_from(flags);
+  if (!spec.ok()) return fail(spec.status());
+  return on_each_store(flags.stores, [&](SegmentStore& store) -> Result<std::string> {
+    IDFORGE_RETURN_IF_ERROR(store.create_tag(*spec));
+    return fmt::format("created tag '{}' in {}: first ID {}, step {}", spec->name, store.describe(),
+                       spec->start, spec->step);
+  });
+}
+
+int run_set_step(const TagFlags& flags) {
+  if (Status valid = check_name(flags); !valid.ok()) return fail(valid);
+  if (flags.new_step.empty()) {
+    return fail(
+        Status::InvalidArgument("missing the new step N (see 'idforge tag set-step --help')"));
+  }
+  Result<uint64_t> step = parse_number(flags.new_step, "step");
+  if (!step.ok()) return fail(step.status());
+  return on_each_store(flags.stores, [&](SegmentStore& store) -> Result<std::string> {
+    IDFORGE_RETURN_IF_ERROR(store.set_step(flags.name, *step));
+    return fmt::format("tag '{}' in {}: step is now {}", flags.name, store.describe(), *step);
+  });
+}
+
+int run_list(const TagFlags& flags) {
+  return read_each_store(flags.stores, [&](std::vector<OpenedStore>& stores) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::array();
+    std::vector<std::vector<std::string>> rows;
+    for (OpenedStore& o : stores) {
+      Result<std::vector<TagInfo>> tags = o.store->list_tags();
+      if (!tags.ok()) return fail(tags.status());
+      for (const TagInfo& tag : *tags) {
+        json.push_back(tag_json(tag, o.store->describe()));
+        std::vector<std::string> row = {tag.name, std::to_string(tag.max_id),
+                                        std::to_string(tag.step),
+                                        format_iso8601_utc(tag.updated_at_ms), tag.description};
+        if (stores.size() > 1) row.insert(row.begin() + 1, o.store->describe());
+        rows.push_back(std::move(row));
+      }
+    }
+    if (flags.json) {
+      fmt::print("{}\n", json.dump());
+      return kExitOk;
+    }
+    if (rows.empty()) {
+      fmt::print("no tags yet (create one with: idforge tag create NAME)\n");
+      return kExitOk;
+    }
+    std::vector<std::string> header = {"TAG", "MAX_ID", "STEP", "UPDATED", "DESCRIPTION"};
+    if (stores.size() > 1) header.insert(header.begin() + 1, "STORE");
+    rows.insert(rows.begin(), header);
+    std::vector<size_t> width(header.size(), 0);
+    for (const auto& row : rows) {
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    }
+    for (const auto& row : rows) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        const bool last = i + 1 == row.size();
+        line += last ? row[i] : fmt::format("{:<{}}  ", row[i], width[i]);
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      fmt::print("{}\n", line);
+    }
+    return kExitOk;
+  });
+}
+
+int run_show(const TagFlags& flags) {
+  if (Status valid = check_name(flags); !valid.ok()) return fail(valid);
+  return read_each_store(flags.stores, [&](std::vector<OpenedStore>& stores) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::array();
+    std::string text;
+    for (OpenedStore& o : stores) {
+      Result<TagInfo> tag = o.store->get_tag(flags.name);
+      if (!tag.ok()) {
+        const Status& st = tag.status();
+        if (stores.size() == 1 || st.message().find(o.url) != std::string::npos) return fail(st);
+        return fail(Status(st.code(), fmt::format("{}: {}", o.url, st.message())));
+      }
+      json.push_back(tag_json(*tag, o.store->describe()));
+      text += (text.empty() ? "" : "\n") + tag_text(*tag, o.store->describe());
+    }
+    if (flags.json) {
+      // One object for one store, an array when the tag is striped over several.
+      fmt::print("{}\n", stores.size() == 1 ? json[0].dump() : json.dump());
+    } else {
+      fmt::print("{}", text);
+    }
+    return kExitOk;
+  });
+}
+
+CLI::App* add_sub(CLI::App& tag, const std::string& name, const std::string& help,
+                  const std::shared_ptr<TagFlags>& flags) {
+  CLI::App* cmd = tag.add_subcommand(name, help);
+  add_store_flags(*cmd, flags->stores);
+  // Only the chosen subcommand's callback runs, so the flags can be shared.
+  cmd->parse_complete_callback([flags, name] { flags->command = name; });
+  return cmd;
+}
+
+}  // namespace
+
+void add_tag_command(CLI::App& app, int& exit_status) {
+  CLI::App* tag = app.add_subcommand("tag", "Create, list and change segment-mode tags");
+  tag->require_subcommand(1);
+  tag->footer(
+      "Examples:\n"
+      "  idforge tag create order --start 1000 --step 2000 --description 'order numbers'\n"
+      "  idforge tag list\n"
+      "  idforge next --tag order --count 5");
+
+  auto flags = std::make_shared<TagFlags>();
+
+  CLI::App* create = add_sub(*tag, "create", "Create a tag", flags);
+  create->add_option("NAME", flags->name, "Tag name: 1-64 of [A-Za-z0-9_.:-]");
+  create->add_option("--start", flags->start, "First ID the tag hands out")
+      ->type_name("N")
+      ->default_str(std::to_string(kDefaultStart));
+  create->add_option("--step", flags->step, "IDs per allocation from the store, 1..1000000000")
+      ->type_name("N")
+      ->default_str(std::to_string(kDefaultStep));
+  create->add_option("--description", flags->description, "What the tag numbers")
+      ->type_name("TEXT");
+  create
+      ->add_option("--template", flags->serial_template,
+                   "Serial-number template, e.g. 'PAY{yyyyMMdd}{seq:08}'")
+      ->type_name("T");
+  create->footer(
+      "Example:\n"
+      "  idforge tag create invoice --step 500 --template 'INV{yyyyMMdd}{seq:06}'");
+  create->callback([flags, &exit_status] { exit_status = run_create(*flags); });
+
+  CLI::App* list = add_sub(*tag, "list", "List the tags", flags);
+  list->add_flag("--json", flags->json, "Print a JSON array");
+  list->footer("Example:\n  idforge tag list --json --store sqlite:/var/lib/idforge/segments.db");
+  list->callback([flags, &exit_status] { exit_status = run_list(*flags); });
+
+  CLI::App* show = add_sub(*tag, "show", "Show one tag", flags);
+  show->add_option("NAME", flags->name, "Tag name");
+  show->add_flag("--json", flags->json, "Print a JSON object");
+  show->footer("Example:\n  idforge tag show order --json");
+  show->callback([flags, &exit_status] { exit_status = run_show(*flags); });
+
+  CLI::App* set_step = add_sub(*tag, "set-step", "Change the step of a tag", flags);
+  set_step->add_option("NAME", flags->name, "Tag name");
+  // Its own string: the create command's default step must not stand in for a missing N.
+  set_step->add_option("N", flags->new_step, "New step, 1..1000000000");
+  set_step->footer("Example:\n  idforge tag set-step order 5000");
+  set_step->callback([flags, &exit_status] { exit_status = run_set_step(*flags); });
+}
+
+}  // namespace idforge::cli

@@ -1,0 +1,393 @@
+// The SQLite SegmentStore: one table, one connection per store object, WAL mode.
+//
+// Several store objects and several processes may share one file: every change is a
+// single autocommit statement, so SQLite's write lock (waited for up to kBusyTimeoutMs)
+// is the only coordination needed. synchronous=FULL makes a commit durable through a
+// power loss, which is what "a returned range is never handed out again" rests on.
+#include "store/sqlite_store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace idforge::store {
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+constexpr uint64_t kMaxStep = 1'000'000'000;
+constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+constexpr const char* kCreateTableSql =
+    "CREATE TABLE IF NOT EXISTS idforge_segments ("
+    " tag TEXT PRIMARY KEY,"
+    " max_id INTEGER NOT NULL,"
+    " step INTEGER NOT NULL,"
+    " description TEXT NOT NULL DEFAULT '',"
+    " serial_template TEXT NOT NULL DEFAULT '',"
+    " updated_at INTEGER NOT NULL)";
+
+// ?1 = requested step (0: the tag's own), ?2 = now (unix ms), ?3 = tag. The WHERE clause
+// refuses the update instead of letting SQLite's integer overflow turn max_id into a
+// REAL; a refused row is then told apart from a missing one off the hot path.
+constexpr const char* kAllocateSql =
+    "UPDATE idforge_segments"
+    " SET max_id = max_id + (CASE WHEN ?1 > 0 THEN ?1 ELSE step END), updated_at = ?2"
+    " WHERE tag = ?3 AND max_id >= 0"
+    " AND (CASE WHEN ?1 > 0 THEN ?1 ELSE step END) BETWEEN 1 AND 9223372036854775807 - max_id"
+    " RETURNING max_id, (CASE WHEN ?1 > 0 THEN ?1 ELSE step END)";
+
+constexpr const char* kInsertSql =
+    "INSERT INTO idforge_segments (tag, max_id, step, description, serial_template, updated_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+constexpr const char* kSelectColumns =
+    "SELECT tag, max_id, step, description, serial_template, updated_at FROM idforge_segments";
+
+constexpr const char* kSetStepSql =
+    "UPDATE idforge_segments SET step = ?1, updated_at = ?2 WHERE tag = ?3";
+
+int64_t now_unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+Status not_found(std::string_view tag) {
+  return Status::NotFound(
+      fmt::format("unknown tag '{}' (create it with: idforge tag create {})", tag, tag));
+}
+
+Status check_step(uint64_t step) {
+  if (step < 1 || step > kMaxStep) {
+    return Status::InvalidArgument(
+        fmt::format("step must be from 1 to {}, got {}", kMaxStep, step));
+  }
+  return Status::Ok();
+}
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+// Resets a cached statement however the caller leaves, so its read transaction never
+// outlives the call (a held read snapshot would pin the WAL and block checkpoints).
+class StmtUse {
+ public:
+  explicit StmtUse(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  ~StmtUse() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  StmtUse(const StmtUse&) = delete;
+  StmtUse& operator=(const StmtUse&) = delete;
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+class SqliteStore final : public SegmentStore {
+ public:
+  explicit SqliteStore(std::string path) : path_(std::move(path)) {}
+
+  Status open();
+
+  Result<Segment> allocate(std::string_view tag, uint64_t step) override;
+  Status create_tag(const TagSpec& spec) override;
+  Result<std::vector<TagInfo>> list_tags() override;
+  Result<TagInfo> get_tag(std::string_view name) override;
+  Status set_step(std::string_view name, uint64_t step) override;
+  std::string describe() const override { return "sqlite:" + path_; }
+
+ private:
+  // An error from the last SQLite call on this connection, naming the file. A locked
+  // database is worth retrying; anything else is an I/O problem.
+  Status error(int rc, std::string_view doing) const;
+  Status exec(const char* sql, std::string_view doing);
+  Result<StmtPtr> prepare(const char* sql, std::string_view doing);
+  Status bind_text(sqlite3_stmt* stmt, int index, std::string_view text);
+  Status bind_int(sqlite3_stmt* stmt, int index, int64_t value);
+  Result<TagInfo> read_row(sqlite3_stmt* stmt);
+  // Why the allocate statement matched no row: unknown tag, run out, or a bad row.
+  Status explain_refused(std::string_view tag, uint64_t step);
+  Result<TagInfo> get_tag_locked(std::string_view name);
+
+  const std::string path_;
+  std::mutex mu_;  // one connection, used by one thread at a time
+  DbPtr db_;
+  StmtPtr allocate_;
+  StmtPtr insert_;
+  StmtPtr select_one_;
+  StmtPtr select_all_;
+  StmtPtr set_step_;
+};
+
+Status SqliteStore::error(int rc, std::string_view doing) const {
+  const char* detail = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
+  std::string message = fmt::format("{}: {}: {}", describe(), doing, detail);
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
+    return Status::Unavailable(message +
+                               fmt::format(" (still locked after {} ms)", kBusyTimeoutMs));
+  }
+  return Status::IoError(std::move(message));
+}
+
+Status SqliteStore::exec(const char* sql, std::string_view doing) {
+  const int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return error(rc, doing);
+  return Status::Ok();
+}
+
+Result<StmtPtr> SqliteStore::prepare(const char* sql, std::string_view doing) {
+  sqlite3_stmt* stmt = nullptr;
+  const int rc = sqlite3_prepare_v3(db_.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return error(rc, doing);
+  }
+  return StmtPtr(stmt);
+}
+
+Status SqliteStore::bind_text(sqlite3_stmt* stmt, int index, std::string_view text) {
+  const int rc =
+      sqlite3_bind_text64(stmt, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return error(rc, "binding a value");
+  return Status::Ok();
+}
+
+Status SqliteStore::bind_int(sqlite3_stmt* stmt, int index, int64_t value) {
+  const int rc = sqlite3_bind_int64(stmt, index, value);
+  if (rc != SQLITE_OK) return error(rc, "binding a value");
+  return Status::Ok();
+}
+
+Status SqliteStore::open() {
+  if (path_ != ":memory:") {
+    // SQLite's own "unable to open database file" does not say why; the usual reason
+    // is a missing directory, which the caller (the CLI's data dir) is meant to create.
+    const std::filesystem::path file(path_);
+    const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return Status::IoError(
+          fmt::format("{}: directory '{}' does not exist", describe(), dir.string()));
+    }
+  }
+
+  sqlite3* raw = nullptr;
+  // NOMUTEX: mu_ already serializes every use of the connection.
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path_.c_str(), &raw, flags, nullptr);
+  db_.reset(raw);
+  if (rc != SQLITE_OK) return error(rc, "cannot open the database");
+  sqlite3_extended_result_codes(db_.get(), 1);
+  // Before anything else touches the file: another process may hold the write lock.
+  sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
+
+  {
+    Result<StmtPtr> mode = prepare("PRAGMA journal_mode=WAL", "switching to WAL mode");
+    if (!mode.ok()) return mode.status();
+    StmtUse use(mode->get());
+    const int step_rc = sqlite3_step(use.get());
+    if (step_rc != SQLITE_ROW) return error(step_rc, "switching to WAL mode");
+    const auto* got = reinterpret_cast<const char*>(sqlite3_column_text(use.get(), 0));
+    const std::string journal = got ? got : "";
+    if (journal != "wal" && path_ != ":memory:") {
+      return Status::IoError(
+          fmt::format("{}: the file cannot use WAL mode (journal mode is '{}'; is it on a network "
+                      "file system?)",
+                      describe(), journal));
+    }
+  }
+  IDFORGE_RETURN_IF_ERROR(exec("PRAGMA synchronous=FULL", "setting synchronous=FULL"));
+  IDFORGE_RETURN_IF_ERROR(exec(kCreateTableSql, "creating table idforge_segments"));
+
+  // Preparing here also checks that an existing table has the columns we use.
+  const std::string one = std::string(kSelectColumns) + " WHERE tag = ?1";
+  const std::string all = std::string(kSelectColumns) + " ORDER BY tag";
+  const char* kSchema = "table idforge_segments does not have the expected columns";
+  struct Wanted {
+    StmtPtr* slot;
+    const char* sql;
+  };
+  for (const Wanted& w : {Wanted{&allocate_, kAllocateSql}, Wanted{&insert_, kInsertSql},
+                          Wanted{&select_one_, one.c_str()}, Wanted{&select_all_, all.c_str()},
+                          Wanted{&set_step_, kSetStepSql}}) {
+    Result<StmtPtr> stmt = prepare(w.sql, kSchema);
+    if (!stmt.ok()) return stmt.status();
+    *w.slot = std::move(stmt).value();
+  }
+  return Status::Ok();
+}
+
+Result<TagInfo> SqliteStore::read_row(sqlite3_stmt* stmt) {
+  auto text = [stmt](int col) {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, col));
+    return std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(stmt, col)));
+  };
+  // The table is open to DBAs and other tools; a hand-edited row must not become a
+  // wrong ID, so anything a correct writer never stores is reported instead.
+  for (int col : {1, 2, 5}) {
+    if (sqlite3_column_type(stmt, col) != SQLITE_INTEGER) {
+      return Status::IoError(fmt::format("{}: tag '{}' has a non-integer {} (edited by hand?)",
+                                         describe(), text(0), sqlite3_column_name(stmt, col)));
+    }
+  }
+  TagInfo info;
+  info.name = text(0);
+  const int64_t max_id = sqlite3_column_int64(stmt, 1);
+  const int64_t step = sqlite3_column_int64(stmt, 2);
+  if (max_id < 0 || step < 1) {
+    return Status::IoError(
+        fmt::format("{}: tag '{}' has max_id {} and step {}; both must be positive (edited by "
+                    "hand?)",
+                    describe(), info.name, max_id, step));
+  }
+  info.max_id = static_cast<uint64_t>(max_id);
+  info.step = static_cast<uint64_t>(step);
+  info.description = text(3);
+  info.serial_template = text(4);
+  info.updated_at_ms = sqlite3_column_int64(stmt, 5);
+  return info;
+}
+
+Result<Segment> SqliteStore::allocate(std::string_view tag, uint64_t step) {
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
+  if (step > kMaxId) {
+    return Status::OutOfRange(fmt::format("step {} is larger than 2^63-1", step));
+  }
+  std::lock_guard lock(mu_);
+  StmtUse use(allocate_.get());
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 1, static_cast<int64_t>(step)));
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, now_unix_ms()));
+  IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 3, tag));
+
+  int rc = sqlite3_step(use.get());
+  if (rc == SQLITE_DONE) return explain_refused(tag, step);
+  if (rc != SQLITE_ROW) return error(rc, fmt::format("allocating for tag '{}'", tag));
+  const int64_t max_id = sqlite3_column_int64(use.get(), 0);
+  const int64_t used_step = sqlite3_column_int64(use.get(), 1);
+  // With RETURNING, the commit happens when the statement runs to completion, not
+  // when the row appears: only SQLITE_DONE means the range is durable and ours.
+  rc = sqlite3_step(use.get());
+  if (rc != SQLITE_DONE) return error(rc, fmt::format("committing allocation for tag '{}'", tag));
+  if (used_step < 1 || max_id < used_step) {
+    return Status::Internal(fmt::format("{}: tag '{}' returned max_id {} for step {}", describe(),
+                                        tag, max_id, used_step));
+  }
+  const auto count = static_cast<uint64_t>(used_step);
+  return Segment{static_cast<uint64_t>(max_id) - count + 1, count, 1};
+}
+
+Status SqliteStore::explain_refused(std::string_view tag, uint64_t step) {
+  Result<TagInfo> info = get_tag_locked(tag);
+  if (!info.ok()) return info.status();
+  const uint64_t used = step > 0 ? step : info->step;
+  if (used > kMaxId - info->max_id) {
+    return Status::OutOfRange(
+        fmt::format("tag '{}' has run out of IDs in {}: max_id {} plus step {} passes 2^63-1", tag,
+                    describe(), info->max_id, used));
+  }
+  // The row changed between the two statements (another writer); the caller retries.
+  return Status::Unavailable(
+      fmt::format("{}: tag '{}' changed during allocation; try again", describe(), tag));
+}
+
+Status SqliteStore::create_tag(const TagSpec& spec) {
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(spec.name));
+  if (spec.start < 1 || spec.start > kMaxId) {
+    return Status::InvalidArgument(
+        fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
+  }
+  IDFORGE_RETURN_IF_ERROR(check_step(spec.step));
+
+  std::lock_guard lock(mu_);
+  StmtUse use(insert_.get());
+  IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 1, spec.name));
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, static_cast<int64_t>(spec.start - 1)));
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 3, static_cast<int64_t>(spec.step)));
+  IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 4, spec.description));
+  IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 5, spec.serial_template));
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 6, now_unix_ms()));
+  const int rc = sqlite3_step(use.get());
+  if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+    return Status::AlreadyExists(
+        fmt::format("tag '{}' already exists in {}", spec.name, describe()));
+  }
+  if (rc != SQLITE_DONE) return error(rc, fmt::format("creating tag '{}'", spec.name));
+  return Status::Ok();
+}
+
+Result<std::vector<TagInfo>> SqliteStore::list_tags() {
+  std::lock_guard lock(mu_);
+  StmtUse use(select_all_.get());
+  std::vector<TagInfo> tags;
+  for (;;) {
+    const int rc = sqlite3_step(use.get());
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return error(rc, "listing tags");
+    Result<TagInfo> info = read_row(use.get());
+    if (!info.ok()) return info.status();
+    tags.push_back(std::move(info).value());
+  }
+  return tags;
+}
+
+Result<TagInfo> SqliteStore::get_tag(std::string_view name) {
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
+  std::lock_guard lock(mu_);
+  return get_tag_locked(name);
+}
+
+Result<TagInfo> SqliteStore::get_tag_locked(std::string_view name) {
+  StmtUse use(select_one_.get());
+  IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 1, name));
+  const int rc = sqlite3_step(use.get());
+  if (rc == SQLITE_DONE) return not_found(name);
+  if (rc != SQLITE_ROW) return error(rc, fmt::format("reading tag '{}'", name));
+  return read_row(use.get());
+}
+
+Status SqliteStore::set_step(std::string_view name, uint64_t step) {
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
+  IDFORGE_RETURN_IF_ERROR(check_step(step));
+  std::lock_guard lock(mu_);
+  StmtUse use(set_step_.get());
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 1, static_cast<int64_t>(step)));
+  IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, now_unix_ms()));
+  IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 3, name));
+  const int rc = sqlite3_step(use.get());
+  if (rc != SQLITE_DONE) return error(rc, fmt::format("setting the step of tag '{}'", name));
+  if (sqlite3_changes(db_.get()) == 0) return not_found(name);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SegmentStore>> open_sqlite_store(std::string_view path) {
+  if (path.empty()) {
+    return Status::InvalidArgument("sqlite: store URL needs a file path (sqlite:PATH)");
+  }
+  if (path.find('\0') != std::string_view::npos) {
+    return Status::InvalidArgument("sqlite: store path contains a NUL byte");
+  }
+  auto store = std::make_unique<SqliteStore>(std::string(path));
+  IDFORGE_RETURN_IF_ERROR(store->open());
+  return std::unique_ptr<SegmentStore>(std::move(store));
+}
+
+}  // namespace idforge::store

@@ -1,0 +1,203 @@
+// What only the Redis store has to get right: its URL, its keys, its scripts, and a
+// server that goes away, freezes, or forgets its script cache.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idforge/segment_store.h"
+#include "integration/services.h"
+#include "store/store_factory.h"
+
+namespace idforge::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+std::string port_of(const std::string& url) { return url.substr(url.rfind(':') + 1); }
+
+TagSpec spec_of(const std::string& name, uint64_t step = 1000) {
+  TagSpec spec;
+  spec.name = name;
+  spec.step = step;
+  return spec;
+}
+
+TEST(RedisStoreTest, KeysAreOneHashPerTagAndASetOfNames) {
+  Result<Server> redis = Services::get().shared(ServerKind::kRedis);
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto s = store::open_store(redis->url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const std::string tag = unique_tag("keys");
+  TagSpec spec = spec_of(tag, 50);
+  spec.start = 10;
+  spec.description = "d";
+  ASSERT_TRUE((*s)->create_tag(spec).ok());
+  ASSERT_TRUE((*s)->allocate(tag, 0).ok());
+  auto& sv = Services::get();
+  EXPECT_EQ(sv.client(*redis, {"TYPE", "idforge:seg:" + tag}).out, "hash\n");
+  EXPECT_EQ(sv.client(*redis, {"HGET", "idforge:seg:" + tag, "max_id"}).out, "59\n");
+  EXPECT_EQ(sv.client(*redis, {"HGET", "idforge:seg:" + tag, "step"}).out, "50\n");
+  EXPECT_EQ(sv.client(*redis, {"HGET", "idforge:seg:" + tag, "description"}).out, "d\n");
+  EXPECT_EQ(sv.client(*redis, {"SISMEMBER", "idforge:tags", tag}).out, "1\n");
+  EXPECT_EQ(sv.client(*redis, {"HLEN", "idforge:seg:" + tag}).out, "5\n");
+}
+
+TEST(RedisStoreTest, TheDatabaseNumberSelectsADatabase) {
+  Result<std::string> url = Services::get().redis_url();
+  ASSERT_TRUE(url.ok()) << url.status().to_string();
+  auto db0 = store::open_store(*url);
+  auto db3 = store::open_store(*url + "/3");
+  ASSERT_TRUE(db0.ok() && db3.ok());
+  EXPECT_EQ((*db3)->describe(), *url + "/3");
+  const std::string tag = unique_tag("db3");
+  ASSERT_TRUE((*db3)->create_tag(spec_of(tag)).ok());
+  EXPECT_EQ((*db0)->get_tag(tag).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE((*db3)->get_tag(tag).ok());
+}
+
+TEST(RedisStoreTest, ThePasswordNeverAppearsInErrors) {
+  Result<std::string> url = Services::get().redis_url();
+  ASSERT_TRUE(url.ok()) << url.status().to_string();
+  // The test server has no password, so AUTH fails, and the error must not echo it.
+  auto s = store::open_store("redis://:s3cret@127.0.0.1:" + port_of(*url));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message().find("s3cret"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("redis://127.0.0.1:" + port_of(*url)), std::string::npos)
+      << s.status().message();
+
+  auto bad = store::open_store("redis://:s3cret@127.0.0.1:notaport");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message().find("s3cret"), std::string::npos) << bad.status().message();
+}
+
+TEST(RedisStoreTest, APasswordProtectedServerTakesTheUrlsPassword) {
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "redis-auth");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  ASSERT_EQ(Services::get().client(*redis, {"CONFIG", "SET", "requirepass", "p@ss:w/rd"}).out,
+            "OK\n");
+  const std::string hostport = redis->url.substr(std::string("redis://").size());
+  // Percent-escapes let the password hold '@', ':' and '/'.
+  auto s = store::open_store("redis://:p%40ss%3Aw%2Frd@" + hostport);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ((*s)->describe(), redis->url);
+  ASSERT_TRUE((*s)->create_tag(spec_of("auth")).ok());
+  auto user = store::open_store("redis://default:p%40ss%3Aw%2Frd@" + hostport);
+  ASSERT_TRUE(user.ok()) << user.status().to_string();
+  EXPECT_TRUE((*user)->get_tag("auth").ok());
+
+  auto wrong = store::open_store("redis://:nope@" + hostport);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kIoError) << wrong.status().to_string();
+  EXPECT_EQ(wrong.status().message().find("nope"), std::string::npos);
+  auto none = store::open_store(redis->url);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("NOAUTH"), std::string::npos) << none.status().message();
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+TEST(RedisStoreTest, NoServerIsUnavailableWithinSeconds) {
+  const auto started = Clock::now();
+  auto s = store::open_store("redis://127.0.0.1:" + std::to_string(unused_port()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().to_string();
+  EXPECT_LT(ms_since(started), 4000);
+}
+
+TEST(RedisStoreTest, AFlushedScriptCacheIsReloaded) {
+  Result<Server> redis = Services::get().shared(ServerKind::kRedis);
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto s = store::open_store(redis->url);
+  ASSERT_TRUE(s.ok());
+  const std::string tag = unique_tag("flush");
+  ASSERT_TRUE((*s)->create_tag(spec_of(tag, 10)).ok());
+  ASSERT_EQ((*s)->allocate(tag, 0).value().first, 1u);
+  ASSERT_EQ(Services::get().client(*redis, {"SCRIPT", "FLUSH"}).out, "OK\n");
+  Result<Segment> seg = (*s)->allocate(tag, 0);
+  ASSERT_TRUE(seg.ok()) << seg.status().to_string();
+  EXPECT_EQ(seg->first, 11u);
+  EXPECT_TRUE((*s)->set_step(tag, 20).ok());
+}
+
+TEST(RedisStoreTest, AHandEditedHashIsAnErrorNotAWrongId) {
+  Result<Server> redis = Services::get().shared(ServerKind::kRedis);
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  // Database 9, so the broken tag does not break other tests' list_tags().
+  auto s = store::open_store(redis->url + "/9");
+  ASSERT_TRUE(s.ok());
+  const std::string tag = unique_tag("edited");
+  ASSERT_TRUE((*s)->create_tag(spec_of(tag, 10)).ok());
+  auto& sv = Services::get();
+  sv.client(*redis, {"-n", "9", "HSET", "idforge:seg:" + tag, "step", "-5"});
+  Result<Segment> seg = (*s)->allocate(tag, 0);
+  ASSERT_FALSE(seg.ok());
+  EXPECT_EQ(seg.status().code(), StatusCode::kIoError) << seg.status().to_string();
+  EXPECT_EQ((*s)->get_tag(tag).status().code(), StatusCode::kIoError);
+  EXPECT_EQ((*s)->list_tags().status().code(), StatusCode::kIoError);
+  // An explicit step does not read the bad field.
+  EXPECT_EQ((*s)->allocate(tag, 3).value().first, 1u);
+  sv.client(*redis, {"-n", "9", "FLUSHDB"});
+}
+
+TEST(RedisStoreTest, AStoppedServerFailsFastAndARestartedOneIsUsedAgain) {
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "redis-restart");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto s = store::open_store(redis->url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE((*s)->create_tag(spec_of("restart", 100)).ok());
+  ASSERT_EQ((*s)->allocate("restart", 0).value().first, 1u);
+
+  ASSERT_TRUE(Services::get().stop(*redis).ok());
+  for (int i = 0; i < 3; ++i) {
+    const auto started = Clock::now();
+    Result<Segment> down = (*s)->allocate("restart", 0);
+    ASSERT_FALSE(down.ok());
+    EXPECT_EQ(down.status().code(), StatusCode::kUnavailable) << down.status().to_string();
+    EXPECT_LT(ms_since(started), 4000);
+  }
+  ASSERT_TRUE(Services::get().restart(*redis).ok());
+  // appendfsync always: the allocation survived the restart.
+  Result<Segment> back = (*s)->allocate("restart", 0);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->first, 101u);
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+TEST(RedisStoreTest, AFrozenServerTimesOutAndTheStoreRecovers) {
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "redis-frozen");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto s = store::open_store(redis->url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE((*s)->create_tag(spec_of("frozen", 10)).ok());
+  const pid_t pid = std::stoi(read_file(redis->dir + "/redis.pid"));
+  ASSERT_GT(pid, 1);
+
+  // SIGSTOP: the socket stays open and the kernel keeps acknowledging, but no answer
+  // ever comes. Only the command timeout gets the caller out.
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  const auto started = Clock::now();
+  Result<Segment> seg = (*s)->allocate("frozen", 0);
+  const int64_t took = ms_since(started);
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  ASSERT_FALSE(seg.ok());
+  EXPECT_EQ(seg.status().code(), StatusCode::kUnavailable) << seg.status().to_string();
+  EXPECT_LT(took, 8000);
+
+  // The timed-out call may or may not have run once the server woke up; either way the
+  // next range starts after anything it could have handed out.
+  Result<Segment> after = (*s)->allocate("frozen", 0);
+  ASSERT_TRUE(after.ok()) << after.status().to_string();
+  EXPECT_TRUE(after->first == 1u || after->first == 11u) << after->first;
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+}  // namespace
+}  // namespace idforge::integration

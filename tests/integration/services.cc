@@ -1,0 +1,209 @@
+#include "integration/services.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "integration/process.h"
+
+namespace idforge::integration {
+namespace {
+
+// Services is used from test bodies only, but a test may start helper threads; one
+// lock keeps the bookkeeping simple.
+std::recursive_mutex& services_mutex() {
+  static std::recursive_mutex mu;
+  return mu;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string kind_name(ServerKind kind) {
+  return kind == ServerKind::kPostgres ? "postgres" : "redis";
+}
+
+class ServicesEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { Services::get().stop_all(); }
+};
+
+// Registered before main() runs, which gtest_main allows.
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new ServicesEnvironment);
+
+}  // namespace
+
+int unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 1;  // port 1: nothing of ours listens there either
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::string script_path(const std::string& name) {
+  return std::string(IDFORGE_SCRIPTS_DIR) + "/" + name;
+}
+
+std::string idforge_bin() { return IDFORGE_BIN; }
+
+std::string unique_tag(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  return prefix + "_" + std::to_string(getpid()) + "_" + std::to_string(counter.fetch_add(1));
+}
+
+Services& Services::get() {
+  static Services* services = new Services();  // lives until exit; the Environment stops it
+  return *services;
+}
+
+Status Services::ensure_root() {
+  if (!root_.empty()) return Status::Ok();
+  // /tmp rather than $TMPDIR: the postgres user must be able to reach the data dirs,
+  // and a private TMPDIR (under a 0700 home) would not let it.
+  const char* base = std::getenv("IDFORGE_TEST_TMPDIR");
+  std::string tmpl = std::string(base ? base : "/tmp") + "/idforge-it-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    return Status::IoError("cannot create a temporary directory from " + tmpl);
+  }
+  root_ = buf.data();
+  // World-searchable (not readable) so the postgres user can reach its data dir.
+  if (chmod(root_.c_str(), 0711) != 0) return Status::IoError("cannot chmod " + root_);
+  return Status::Ok();
+}
+
+std::string Services::make_dir(const std::string& name) {
+  std::lock_guard lock(services_mutex());
+  if (!ensure_root().ok()) return "";
+  const std::string dir = root_ + "/" + name + "-" + std::to_string(next_dir_++);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+Result<Server> Services::start(ServerKind kind, const std::string& name) {
+  IDFORGE_RETURN_IF_ERROR(ensure_root());
+  Server server;
+  server.kind = kind;
+  server.dir = root_ + "/" + name + "-" + std::to_string(next_dir_++);
+  const std::string kind_text = kind_name(kind);
+  const RunResult r = run({script_path("test-services"), "start", kind_text, server.dir, "--owner",
+                           std::to_string(getpid())},
+                          server.dir + ".out");
+  server.url = trim(r.out);
+  if (r.exit_code != 0 || server.url.empty()) {
+    return Status::Unavailable("scripts/test-services start " + kind_text + " failed (exit " +
+                               std::to_string(r.exit_code) + "); see its message above and " +
+                               server.dir);
+  }
+  return server;
+}
+
+Result<Server> Services::shared(ServerKind kind) {
+  std::lock_guard lock(services_mutex());
+  const bool pg = kind == ServerKind::kPostgres;
+  bool& started = pg ? postgres_started_ : redis_started_;
+  Server& server = pg ? postgres_ : redis_;
+  if (!started) {
+    Result<Server> s = start(kind, kind_name(kind));
+    if (!s.ok()) return s.status();
+    server = *s;
+    started = true;
+  }
+  return server;
+}
+
+Result<std::string> Services::postgres_url() {
+  Result<Server> s = shared(ServerKind::kPostgres);
+  if (!s.ok()) return s.status();
+  return s->url;
+}
+
+Result<std::string> Services::redis_url() {
+  Result<Server> s = shared(ServerKind::kRedis);
+  if (!s.ok()) return s.status();
+  return s->url;
+}
+
+Result<Server> Services::start_private(ServerKind kind, const std::string& name) {
+  std::lock_guard lock(services_mutex());
+  return start(kind, name);
+}
+
+Status Services::stop(const Server& server) {
+  const RunResult r = run({script_path("test-services"), "stop", server.dir}, server.dir + ".out");
+  if (r.exit_code != 0)
+    return Status::IoError("scripts/test-services stop " + server.dir + " failed");
+  return Status::Ok();
+}
+
+Status Services::restart(const Server& server) {
+  const RunResult r = run(
+      {script_path("test-services"), "restart", server.dir, "--owner", std::to_string(getpid())},
+      server.dir + ".out");
+  if (r.exit_code != 0 || trim(r.out) != server.url) {
+    return Status::IoError("scripts/test-services restart " + server.dir + " failed");
+  }
+  return Status::Ok();
+}
+
+RunResult Services::client(const Server& server, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {script_path("test-services"), "client", server.dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, server.dir + ".client.out");
+}
+
+Child Services::spawn_client(const Server& server, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {script_path("test-services"), "client", server.dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  static std::atomic<int> n{0};
+  const std::string base = server.dir + ".bg" + std::to_string(n.fetch_add(1));
+  return spawn(argv, base + ".out", base + ".err");
+}
+
+void Services::stop_all() {
+  std::lock_guard lock(services_mutex());
+  if (root_.empty()) return;
+  // Every directory the script made holds a `kind` file; stop is a no-op for one
+  // already stopped.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root_, ec)) {
+    if (entry.is_directory() && std::filesystem::exists(entry.path() / "kind")) {
+      run({script_path("test-services"), "stop", entry.path().string()},
+          entry.path().string() + ".out");
+    }
+  }
+  if (std::getenv("IDFORGE_KEEP_TEST_DIR") == nullptr) {
+    std::filesystem::remove_all(root_, ec);
+  } else {
+    std::fprintf(stderr, "integration: kept %s\n", root_.c_str());
+  }
+  root_.clear();
+  postgres_started_ = false;
+  redis_started_ = false;
+}
+
+}  // namespace idforge::integration

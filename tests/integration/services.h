@@ -1,0 +1,79 @@
+// Real PostgreSQL and Redis servers for the integration tests, started by
+// scripts/test-services on 127.0.0.1 with random ports in one temporary directory.
+//
+// The shared servers start on first use, once per test binary (ctest runs each test
+// in its own process, so a Redis-only test never waits for PostgreSQL), and a gtest
+// Environment stops everything when the binary ends, passed or failed. Each server
+// also has a watchdog that stops it if the binary dies without cleaning up. Tests
+// share the servers, so each uses its own tag names (unique_tag()).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "idforge/status.h"
+#include "integration/process.h"
+
+namespace idforge::integration {
+
+enum class ServerKind { kPostgres, kRedis };
+
+// One server started by the script.
+struct Server {
+  ServerKind kind = ServerKind::kPostgres;
+  std::string dir;  // its directory, which the script's stop/restart take
+  std::string url;  // postgres://idforge@127.0.0.1:PORT/idforge or redis://127.0.0.1:PORT
+};
+
+class Services {
+ public:
+  static Services& get();
+
+  // URLs of the shared servers, started on the first call. An error says why the
+  // script failed (its stderr is in the test log).
+  Result<std::string> postgres_url();
+  Result<std::string> redis_url();
+  // The shared server itself (for client()); never stop it.
+  Result<Server> shared(ServerKind kind);
+
+  // A server of the test's own, e.g. one it will stop; stopped at the end too.
+  Result<Server> start_private(ServerKind kind, const std::string& name);
+  Status stop(const Server& server);
+  // Starts a stopped server again with its data, on its old port.
+  Status restart(const Server& server);
+
+  // psql (as role idforge, database idforge) or redis-cli on `server`, with `args`.
+  RunResult client(const Server& server, const std::vector<std::string>& args);
+  // The same, started in the background; stdout and stderr go to files in its dir.
+  Child spawn_client(const Server& server, const std::vector<std::string>& args);
+
+  // A fresh directory under the temporary root, for files (SQLite, outputs).
+  std::string make_dir(const std::string& name);
+
+  // Stops every server and removes the temporary root (the Environment's TearDown).
+  void stop_all();
+
+ private:
+  Services() = default;
+  Status ensure_root();
+  Result<Server> start(ServerKind kind, const std::string& name);
+
+  std::string root_;
+  bool postgres_started_ = false;
+  bool redis_started_ = false;
+  Server postgres_;
+  Server redis_;
+  int next_dir_ = 0;
+};
+
+// A tag name no other test in this binary uses: "<prefix>_<pid>_<n>".
+std::string unique_tag(const std::string& prefix);
+
+// A loopback port that nothing listens on (just released by the kernel).
+int unused_port();
+
+// Path of a script in scripts/ and of the idforge binary.
+std::string script_path(const std::string& name);
+std::string idforge_bin();
+
+}  // namespace idforge::integration
