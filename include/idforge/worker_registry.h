@@ -1,0 +1,78 @@
+// WorkerRegistry: leases on worker ids, so no two live generators share one
+// (DESIGN.md section 5, invariant 3).
+//
+// A slot is a number in [0, 2^(datacenter bits + worker bits)); slot s is datacenter
+// s >> worker_bits, worker s & (2^worker_bits - 1). acquire() hands an identity
+// (host:port) its previous slot when that is free, else the first free one. A lease
+// lasts ttl_ms unless renewed; renew() also stores the slot's time high-water mark, so
+// the next holder of the slot starts above every ID this one issued. Implementations:
+// src/coord/ (static, local, redis, etcd, zookeeper). They block; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "idforge/status.h"
+
+namespace idforge {
+
+struct SlotSpace {
+  int datacenter_bits = 5;  // 0 when the layout has no datacenter field
+  int worker_bits = 5;
+
+  uint64_t slots() const { return uint64_t{1} << (datacenter_bits + worker_bits); }
+  uint64_t datacenter_of(uint64_t slot) const { return slot >> worker_bits; }
+  uint64_t worker_of(uint64_t slot) const { return slot & ((uint64_t{1} << worker_bits) - 1); }
+};
+
+struct RegistryOptions {
+  SlotSpace space;
+  std::string layout_name = "twitter";  // for error messages
+  std::string cluster = "default";      // namespace in the coordinator: /idforge/<cluster>/...
+  int64_t ttl_ms = 10'000;              // lease time to live
+};
+
+struct Lease {
+  uint64_t slot = 0;
+  uint64_t datacenter = 0;
+  uint64_t worker = 0;
+  int64_t high_water_ms = 0;  // the slot's stored mark when acquired (0 = none)
+  int64_t ttl_ms = 0;         // the coordinator drops the lease this long after a renew
+  // How long the holder must wait after acquiring before it issues: a previous holder
+  // that lost its lease without knowing it (a coordinator that lost its data) has
+  // fenced itself by then. 0 where the backend rules that case out (local, static).
+  int64_t start_delay_ms = 0;
+  std::string token;  // backend-specific proof of ownership (lease id, random value)
+};
+
+// What `idforge worker status` prints, one per taken slot.
+struct SlotStatus {
+  uint64_t slot = 0;
+  std::string holder;          // identity of the holder
+  int64_t high_water_ms = 0;   // stored mark
+  int64_t expires_in_ms = -1;  // -1 when the backend does not expire leases
+};
+
+class WorkerRegistry {
+ public:
+  virtual ~WorkerRegistry() = default;
+  // ResourceExhausted naming the limit when every slot is taken.
+  virtual Result<Lease> acquire(const std::string& identity) = 0;
+  // Extends the lease by ttl_ms and stores `high_water_ms` (never lowering the stored
+  // mark). Fails (Unavailable, FailedPrecondition-like Unavailable with "lost") when
+  // the lease is gone or the coordinator cannot be reached; the caller then fences.
+  virtual Status renew(const Lease& lease, int64_t high_water_ms) = 0;
+  virtual Status release(const Lease& lease) = 0;
+  virtual Result<std::vector<SlotStatus>> status() = 0;
+  // Frees a slot whatever holds it (operator action: `idforge worker release`).
+  virtual Status force_release(uint64_t slot) = 0;
+  // "redis://127.0.0.1:6379 cluster default", without secrets.
+  virtual std::string describe() const = 0;
+};
+
+// "all 1024 worker slots (2^10: datacenter 5 bits + worker 5 bits) are taken" with
+// the layout name, for every backend's exhaustion error.
+Status all_slots_taken(const SlotSpace& space, const std::string& layout_name);
+
+}  // namespace idforge
