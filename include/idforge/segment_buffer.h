@@ -49,6 +49,7 @@ struct SegmentBufferStats {
   uint64_t current_count = 0;
   uint64_t current_used = 0;  // IDs taken from it (capped at count)
   bool next_ready = false;    // the second buffer holds a segment
+  bool fetching = false;      // an allocation is in flight
   int64_t last_fetch_ms = 0;  // how long the last allocation took
   std::string last_error;     // of the last failed allocation, until one succeeds
 };

@@ -228,6 +228,7 @@ SegmentBufferStats SegmentBuffer::stats() const {
   st.switches = switches_.load(std::memory_order_relaxed);
   st.step = step_;
   st.next_ready = next_ready_;
+  st.fetching = fetching_;
   st.last_fetch_ms = last_fetch_ms_.load(std::memory_order_relaxed);
   if (current_gen_ != 0) {
     const Slot& s = slots_[current_gen_ & 1];

@@ -135,8 +135,12 @@ TEST(SegmentBufferTest, StepDoublesForShortSegmentsAndHalvesForLongOnes) {
   SegmentBufferOptions o = opts(100, 1600);
   o.clock = &clock;
   auto buf = make_buffer(&src, o);
+  // A segment's lifetime is measured between fetch completions, so the clock may only
+  // move while no fetch is in flight.
+  auto settle = [&] { ASSERT_TRUE(eventually([&] { return !buf->stats().fetching; })); };
   // Segments used up at once: each lasted under 15 minutes.
   for (int i = 0; i < 10'000; ++i) ASSERT_TRUE(buf->next().ok());
+  settle();
   std::vector<uint64_t> steps = src.steps();
   ASSERT_GE(steps.size(), 6u);
   EXPECT_EQ(steps[0], 100u);
@@ -154,6 +158,7 @@ TEST(SegmentBufferTest, StepDoublesForShortSegmentsAndHalvesForLongOnes) {
       ASSERT_TRUE(buf->next().ok());
       std::this_thread::yield();
     }
+    settle();
   }
   steps = src.steps();
   ASSERT_GT(steps.size(), before + 4);
