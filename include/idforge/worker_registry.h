@@ -31,6 +31,9 @@ struct RegistryOptions {
   std::string layout_name = "twitter";  // for error messages
   std::string cluster = "default";      // namespace in the coordinator: /idforge/<cluster>/...
   int64_t ttl_ms = 10'000;              // lease time to live
+  // This node's own directory (`--data-dir`): where `static` keeps its mark and lock,
+  // and `local:` with no DIR keeps its slot files. Coordinators ignore it.
+  std::string data_dir;
 };
 
 struct Lease {

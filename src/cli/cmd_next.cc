@@ -1,5 +1,5 @@
-// `idforge next`: Snowflake IDs from a generator built for this one invocation, or
-// with --tag, segment IDs of a tag from its store(s).
+// `idforge next`: Snowflake IDs from a generator built for this one invocation (with
+// --registry, on a worker lease), or with --tag, segment IDs of a tag from its store(s).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/segment_stores.h"
+#include "cli/worker_lease.h"
 #include "idforge/clock.h"
 #include "idforge/snowflake.h"
 
@@ -30,11 +31,15 @@ struct NextFlags {
   std::optional<std::string> max_drift_ms;
   std::optional<std::string> tag;  // segment mode
   StoreFlags stores;
+  RegistryFlags registry;  // worker id from a lease instead of --datacenter/--worker
 };
 
 // Flags that shape Snowflake IDs and mean nothing for a segment tag.
-constexpr const char* kSnowflakeOnly[] = {"--layout", "--epoch", "--tick-ms", "--datacenter",
-                                          "--worker", "--node",  "--policy",  "--max-drift-ms"};
+constexpr const char* kSnowflakeOnly[] = {"--layout",   "--epoch",   "--tick-ms", "--datacenter",
+                                          "--worker",   "--node",    "--policy",  "--max-drift-ms",
+                                          "--registry", "--identity"};
+// With --registry the lease decides the node fields.
+constexpr const char* kNodeFlags[] = {"--datacenter", "--worker", "--node"};
 
 // Segment mode, after checking that no Snowflake flag was given with it (a silently
 // ignored --worker would suggest the IDs carry it).
@@ -106,20 +111,52 @@ Status next_batch_patiently(SnowflakeGenerator& generator, std::span<uint64_t> o
   return made;
 }
 
-int run_next(const NextFlags& flags) {
+int run_next(const CLI::App& cmd, const NextFlags& flags) {
   Result<uint64_t> count = parse_count(flags.count);
   if (!count.ok()) return fail(count.status());
+  const bool leased = !flags.registry.url.empty();
+  if (leased) {
+    for (const char* name : kNodeFlags) {
+      if (cmd.count(name) > 0) {
+        return fail(Status::InvalidArgument(fmt::format(
+            "{} cannot be combined with --registry: the worker lease decides the node fields",
+            name)));
+      }
+    }
+  } else if (flags.registry.identity) {
+    return fail(Status::InvalidArgument("--identity needs --registry URL"));
+  }
   Result<SnowflakeOptions> options = build_options(flags);
   if (!options.ok()) return fail(options.status());
-  auto generator = SnowflakeGenerator::create(std::move(options).value());
-  if (!generator.ok()) return fail(generator.status());
+
+  std::unique_ptr<HeldLease> lease;
+  std::unique_ptr<SnowflakeGenerator> own_generator;
+  SnowflakeGenerator* generator = nullptr;
+  if (leased) {
+    const std::string label = flags.layout.layout.empty() ? "twitter" : flags.layout.layout;
+    Result<OpenedRegistry> opened =
+        open_worker_registry(flags.registry.url, options->layout, label, flags.stores.data_dir);
+    if (!opened.ok()) return fail(opened.status());
+    Result<std::unique_ptr<HeldLease>> held =
+        HeldLease::acquire(std::move(opened).value(), identity_of(flags.registry));
+    if (!held.ok()) return fail(held.status());
+    lease = std::move(held).value();
+    Result<SnowflakeGenerator*> made = lease->make_generator(std::move(options).value());
+    if (!made.ok()) return fail(made.status());
+    generator = *made;
+  } else {
+    auto made = SnowflakeGenerator::create(std::move(options).value());
+    if (!made.ok()) return fail(made.status());
+    own_generator = std::move(made).value();
+    generator = own_generator.get();
+  }
 
   std::vector<uint64_t> ids(std::min<size_t>(*count, kBatch));
   LineWriter out;
   int status = kExitOk;
   for (uint64_t left = *count; left > 0;) {
     std::span<uint64_t> batch(ids.data(), std::min<size_t>(left, ids.size()));
-    Status made = next_batch_patiently(**generator, batch);
+    Status made = next_batch_patiently(*generator, batch);
     if (!made.ok()) {
       out.flush();
       status = fail(made);
@@ -129,7 +166,14 @@ int run_next(const NextFlags& flags) {
     left -= batch.size();
   }
   out.flush();
-  wait_until_tick_passed(**generator);
+  if (lease) {
+    // The lease's high-water mark already keeps the next holder above these IDs;
+    // releasing frees the slot sooner than the TTL would.
+    Status released = lease->release();
+    if (!released.ok() && status == kExitOk) status = fail(released);
+  } else {
+    wait_until_tick_passed(*generator);
+  }
   return status;
 }
 
@@ -153,18 +197,28 @@ void add_next_command(CLI::App& app, int& exit_status) {
          "Segment mode: the next IDs of this tag (see 'idforge tag --help')")
       ->type_name("NAME");
   add_store_flags(*cmd, flags->stores);
+  add_registry_flags(*cmd, flags->registry, /*required=*/false, /*with_identity=*/true);
   cmd->footer(
+      "Without --registry the node fields come from the flags and IDs are unique only\n"
+      "within this process (and, thanks to a short wait at exit, across back-to-back runs);\n"
+      "give every concurrent run its own --worker, or use --registry: the worker lease\n"
+      "then fills the node fields, keeps the high-water mark across restarts, and is\n"
+      "released at exit (see 'idforge worker --help').\n"
       "Examples:\n"
       "  idforge next --count 3 --datacenter 1 --worker 7\n"
       "  idforge next --layout instagram --node shard=42\n"
+      "  idforge next --registry local:./idforge-data --count 5\n"
       "  idforge next --tag order --count 10");
   cmd->callback([flags, cmd, &exit_status] {
     if (flags->tag) {
       exit_status = run_next_tag(*cmd, *flags);
-    } else if (store_flags_given(*cmd)) {
-      exit_status = fail(Status::InvalidArgument("--store and --data-dir need --tag NAME"));
+    } else if (cmd->count("--store") > 0 ||
+               (cmd->count("--data-dir") > 0 && flags->registry.url.empty())) {
+      exit_status = fail(Status::InvalidArgument(
+          cmd->count("--store") > 0 ? "--store needs --tag NAME"
+                                    : "--data-dir needs --tag NAME or --registry URL"));
     } else {
-      exit_status = run_next(*flags);
+      exit_status = run_next(*cmd, *flags);
     }
   });
 }

@@ -32,7 +32,17 @@ std::string trim(std::string s) {
 }
 
 std::string kind_name(ServerKind kind) {
-  return kind == ServerKind::kPostgres ? "postgres" : "redis";
+  switch (kind) {
+    case ServerKind::kPostgres:
+      return "postgres";
+    case ServerKind::kRedis:
+      return "redis";
+    case ServerKind::kEtcd:
+      return "etcd";
+    case ServerKind::kZookeeper:
+      return "zookeeper";
+  }
+  return "unknown";
 }
 
 class ServicesEnvironment : public ::testing::Environment {
@@ -124,9 +134,9 @@ Result<Server> Services::start(ServerKind kind, const std::string& name) {
 
 Result<Server> Services::shared(ServerKind kind) {
   std::lock_guard lock(services_mutex());
-  const bool pg = kind == ServerKind::kPostgres;
-  bool& started = pg ? postgres_started_ : redis_started_;
-  Server& server = pg ? postgres_ : redis_;
+  const auto index = static_cast<size_t>(kind);
+  bool& started = started_[index];
+  Server& server = shared_[index];
   if (!started) {
     Result<Server> s = start(kind, kind_name(kind));
     if (!s.ok()) return s.status();
@@ -144,6 +154,18 @@ Result<std::string> Services::postgres_url() {
 
 Result<std::string> Services::redis_url() {
   Result<Server> s = shared(ServerKind::kRedis);
+  if (!s.ok()) return s.status();
+  return s->url;
+}
+
+Result<std::string> Services::etcd_url() {
+  Result<Server> s = shared(ServerKind::kEtcd);
+  if (!s.ok()) return s.status();
+  return s->url;
+}
+
+Result<std::string> Services::zookeeper_url() {
+  Result<Server> s = shared(ServerKind::kZookeeper);
   if (!s.ok()) return s.status();
   return s->url;
 }
@@ -167,6 +189,21 @@ Status Services::restart(const Server& server) {
   if (r.exit_code != 0 || trim(r.out) != server.url) {
     return Status::IoError("scripts/test-services restart " + server.dir + " failed");
   }
+  return Status::Ok();
+}
+
+Status Services::pause(const Server& server) {
+  const RunResult r = run({script_path("test-services"), "pause", server.dir}, server.dir + ".out");
+  if (r.exit_code != 0)
+    return Status::IoError("scripts/test-services pause " + server.dir + " failed");
+  return Status::Ok();
+}
+
+Status Services::resume(const Server& server) {
+  const RunResult r =
+      run({script_path("test-services"), "resume", server.dir}, server.dir + ".out");
+  if (r.exit_code != 0)
+    return Status::IoError("scripts/test-services resume " + server.dir + " failed");
   return Status::Ok();
 }
 
@@ -202,8 +239,7 @@ void Services::stop_all() {
     std::fprintf(stderr, "integration: kept %s\n", root_.c_str());
   }
   root_.clear();
-  postgres_started_ = false;
-  redis_started_ = false;
+  for (bool& started : started_) started = false;
 }
 
 }  // namespace idforge::integration

@@ -1,4 +1,4 @@
-// Real PostgreSQL and Redis servers for the integration tests, started by
+// Real PostgreSQL, Redis, etcd and ZooKeeper servers for the integration tests, started by
 // scripts/test-services on 127.0.0.1 with random ports in one temporary directory.
 //
 // The shared servers start on first use, once per test binary (ctest runs each test
@@ -16,13 +16,15 @@
 
 namespace idforge::integration {
 
-enum class ServerKind { kPostgres, kRedis };
+enum class ServerKind { kPostgres, kRedis, kEtcd, kZookeeper };
 
 // One server started by the script.
 struct Server {
   ServerKind kind = ServerKind::kPostgres;
   std::string dir;  // its directory, which the script's stop/restart take
-  std::string url;  // postgres://idforge@127.0.0.1:PORT/idforge or redis://127.0.0.1:PORT
+  // postgres://idforge@127.0.0.1:PORT/idforge, redis://127.0.0.1:PORT,
+  // etcd://127.0.0.1:PORT or zookeeper://127.0.0.1:PORT
+  std::string url;
 };
 
 class Services {
@@ -33,6 +35,8 @@ class Services {
   // script failed (its stderr is in the test log).
   Result<std::string> postgres_url();
   Result<std::string> redis_url();
+  Result<std::string> etcd_url();
+  Result<std::string> zookeeper_url();
   // The shared server itself (for client()); never stop it.
   Result<Server> shared(ServerKind kind);
 
@@ -41,8 +45,13 @@ class Services {
   Status stop(const Server& server);
   // Starts a stopped server again with its data, on its old port.
   Status restart(const Server& server);
+  // SIGSTOP / SIGCONT (Redis, etcd, ZooKeeper): a hung server whose port still accepts
+  // connections but never answers. stop() works on a paused server too.
+  Status pause(const Server& server);
+  Status resume(const Server& server);
 
-  // psql (as role idforge, database idforge) or redis-cli on `server`, with `args`.
+  // psql (as role idforge, database idforge), redis-cli, etcdctl or zkCli on `server`,
+  // with `args`.
   RunResult client(const Server& server, const std::vector<std::string>& args);
   // The same, started in the background; stdout and stderr go to files in its dir.
   Child spawn_client(const Server& server, const std::vector<std::string>& args);
@@ -59,10 +68,9 @@ class Services {
   Result<Server> start(ServerKind kind, const std::string& name);
 
   std::string root_;
-  bool postgres_started_ = false;
-  bool redis_started_ = false;
-  Server postgres_;
-  Server redis_;
+  static constexpr int kKinds = 4;
+  bool started_[kKinds] = {};  // indexed by ServerKind
+  Server shared_[kKinds];
   int next_dir_ = 0;
 };
 

@@ -1,0 +1,392 @@
+// The etcd WorkerRegistry (DESIGN.md section 5), through etcd's v3 JSON gateway. Keys,
+// for cluster C:
+//
+//   /idforge/C/workers/<slot>        the live lock: the holder's identity, attached to
+//                                    its lease, so it goes when the lease does
+//   /idforge/C/identities/<identity> the slot an identity last held; no lease
+//   /idforge/C/hw/<slot>             the slot's time high-water mark, Unix ms; no lease
+//
+// acquire grants a lease of ttl_ms rounded up to whole seconds (etcd counts seconds and
+// raises a TTL below its minimum, 2 s with default settings; Lease::ttl_ms is what it
+// granted), reads which slots are taken in one range read, and takes a free one with a
+// transaction "create if absent" (create_revision == 0), trying the identity's previous
+// slot first. The same transaction records the identity's slot and reads the mark, so a
+// slot is never taken without its mark. renew refreshes the lease (keep-alive) and
+// stores the mark with a compare-and-swap on the mark key's mod_revision, conditioned on
+// the worker key still being attached to this lease: the mark never goes down, and a
+// holder whose slot was taken away (force_release) finds out and cannot touch it.
+//
+// Why Lease::start_delay_ms is 0 here: etcd removes a worker key only when its lease is
+// revoked or expires, and a lease expires only after ttl without a keep-alive reaching
+// the leader. A holder that cannot renew (etcd down, partitioned, paused) fences at 2/3
+// ttl after sending its last successful keep-alive (LeaseKeeper), so it has stopped
+// before anyone else can create the key. A restarted etcd gives its leases a full TTL
+// again, which only delays the next holder. What this does not cover, by design: an
+// etcd that loses acknowledged writes (a member wiped or restored from an old snapshot,
+// --force-new-cluster over lost data). Run etcd as the durable, quorum-replicated store
+// it is meant to be.
+//
+// force_release deletes the worker key at once. The old holder learns it on its next
+// renew; until then it may still issue, but only below the mark it stored, and the new
+// holder starts above that mark.
+#include "coord/etcd_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "coord/etcd_client.h"
+
+namespace idforge::coord {
+namespace {
+
+namespace txn = etcd_txn;
+
+// A renew slower than half the TTL is of no use: the keeper fences at 2/3 of it. So the
+// request timeout follows the TTL, within these bounds.
+constexpr int kMinRequestTimeoutMs = 200;
+constexpr int kMaxRequestTimeoutMs = 5000;
+constexpr int kMaxConnectTimeoutMs = 3000;
+// Only the holder writes its slot's mark (its keeper's renews and its generator's
+// stores), so a compare-and-swap loses only to a concurrent renew of its own; this many
+// losses in a row mean something else is writing the key.
+constexpr int kMarkAttempts = 16;
+constexpr int kMaxSlotBits = 32;
+
+template <typename Int>
+bool parse_int(std::string_view text, Int* out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+class EtcdRegistry final : public WorkerRegistry {
+ public:
+  EtcdRegistry(std::unique_ptr<EtcdClient> client, const RegistryOptions& options)
+      : options_(options),
+        client_(std::move(client)),
+        prefix_(fmt::format("/idforge/{}/", options.cluster)),
+        described_(fmt::format("{} cluster {}", client_->shown(), options.cluster)) {}
+
+  // Fails unless etcd answers.
+  Status open() {
+    Result<nlohmann::json> got = client_->call("/v3/maintenance/status", nlohmann::json::object());
+    return got.status();
+  }
+
+  Result<Lease> acquire(const std::string& identity) override;
+  Status renew(const Lease& lease, int64_t high_water_ms) override;
+  Status release(const Lease& lease) override;
+  Result<std::vector<SlotStatus>> status() override;
+  Status force_release(uint64_t slot) override;
+  std::string describe() const override { return described_; }
+
+ private:
+  std::string workers_prefix() const { return prefix_ + "workers/"; }
+  std::string hw_prefix() const { return prefix_ + "hw/"; }
+  std::string worker_key(uint64_t slot) const {
+    return fmt::format("{}{}", workers_prefix(), slot);
+  }
+  std::string hw_key(uint64_t slot) const { return fmt::format("{}{}", hw_prefix(), slot); }
+  std::string identity_key(std::string_view identity) const {
+    return fmt::format("{}identities/{}", prefix_, identity);
+  }
+
+  Status check_slot(uint64_t slot) const;
+  Result<int64_t> lease_id(const Lease& lease) const;
+  // The slot a key under `prefix` names; false for a key that is not ours (a longer
+  // cluster name's, or a slot outside this layout's space).
+  bool slot_of(std::string_view key, std::string_view prefix, uint64_t* slot) const;
+  Result<int64_t> read_mark(uint64_t slot, const std::vector<EtcdKeyValue>& kvs) const;
+  Result<std::vector<uint64_t>> taken_slots();
+  // Takes `slot` for `lease` and fills *out: true; false when someone else holds it.
+  Result<bool> try_take(uint64_t slot, const std::string& identity, int64_t lease, Lease* out);
+  Status lost(uint64_t slot, const std::vector<EtcdKeyValue>& worker) const;
+
+  const RegistryOptions options_;
+  const std::unique_ptr<EtcdClient> client_;
+  const std::string prefix_;
+  const std::string described_;
+};
+
+Status EtcdRegistry::check_slot(uint64_t slot) const {
+  if (slot >= options_.space.slots()) {
+    return Status::InvalidArgument(
+        fmt::format("slot {} is out of range: layout {} has slots 0 to {}", slot,
+                    options_.layout_name, options_.space.slots() - 1));
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> EtcdRegistry::lease_id(const Lease& lease) const {
+  int64_t id = 0;
+  if (!parse_int(lease.token, &id) || id == 0) {
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not an etcd lease id (a lease from another registry?)", lease.token));
+  }
+  return id;
+}
+
+bool EtcdRegistry::slot_of(std::string_view key, std::string_view prefix, uint64_t* slot) const {
+  if (key.substr(0, prefix.size()) != prefix) return false;
+  return parse_int(key.substr(prefix.size()), slot) && *slot < options_.space.slots();
+}
+
+Result<int64_t> EtcdRegistry::read_mark(uint64_t slot, const std::vector<EtcdKeyValue>& kvs) const {
+  if (kvs.empty()) return int64_t{0};
+  int64_t mark = 0;
+  if (!parse_int(kvs.front().value, &mark) || mark < 0) {
+    // Guessing low could repeat IDs.
+    return Status::IoError(fmt::format("{}: {} holds '{}', not a time in Unix ms (edited by hand?)",
+                                       described_, hw_key(slot), kvs.front().value.substr(0, 64)));
+  }
+  return mark;
+}
+
+Result<std::vector<uint64_t>> EtcdRegistry::taken_slots() {
+  const std::string prefix = workers_prefix();
+  Result<std::vector<EtcdKeyValue>> kvs =
+      client_->range(prefix, prefix_range_end(prefix), /*keys_only=*/true);
+  if (!kvs.ok()) return kvs.status();
+  std::vector<uint64_t> taken;
+  taken.reserve(kvs->size());
+  for (const EtcdKeyValue& kv : *kvs) {
+    uint64_t slot = 0;
+    if (slot_of(kv.key, prefix, &slot)) taken.push_back(slot);
+  }
+  std::sort(taken.begin(), taken.end());
+  return taken;
+}
+
+Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, int64_t lease,
+                                    Lease* out) {
+  const std::string worker = worker_key(slot);
+  Result<EtcdTxnResult> got =
+      client_->txn({txn::create_revision_is(worker, 0)},
+                   {txn::put(worker, identity, lease),
+                    txn::put(identity_key(identity), std::to_string(slot)), txn::get(hw_key(slot))},
+                   {txn::get(worker)});
+  if (!got.ok()) return got.status();
+  std::vector<EtcdKeyValue> mark_kvs;
+  if (got->succeeded) {
+    if (got->ranges.size() != 3) return Status::IoError(described_ + ": unexpected txn answer");
+    mark_kvs = std::move(got->ranges[2]);
+  } else {
+    // Ours already when the client sent this transaction twice (its first answer lost
+    // with a dropped connection); then the identity and mark steps are still to do.
+    if (got->ranges.size() != 1 || got->ranges[0].empty() || got->ranges[0][0].lease != lease) {
+      return false;
+    }
+    Result<EtcdTxnResult> rest = client_->txn(
+        {}, {txn::put(identity_key(identity), std::to_string(slot)), txn::get(hw_key(slot))}, {});
+    if (!rest.ok()) return rest.status();
+    if (rest->ranges.size() != 2) return Status::IoError(described_ + ": unexpected txn answer");
+    mark_kvs = std::move(rest->ranges[1]);
+  }
+  Result<int64_t> mark = read_mark(slot, mark_kvs);
+  if (!mark.ok()) return mark.status();
+  out->slot = slot;
+  out->datacenter = options_.space.datacenter_of(slot);
+  out->worker = options_.space.worker_of(slot);
+  out->high_water_ms = *mark;
+  return true;
+}
+
+Result<Lease> EtcdRegistry::acquire(const std::string& identity) {
+  if (identity.empty()) return Status::InvalidArgument("the worker identity is empty");
+  const int64_t ttl_s = std::max<int64_t>(1, (options_.ttl_ms + 999) / 1000);
+  Result<EtcdLeaseGrant> grant = client_->lease_grant(ttl_s);
+  if (!grant.ok()) return grant.status();
+  Lease lease;
+  lease.ttl_ms = grant->ttl_s * 1000;
+  lease.start_delay_ms = 0;  // see the top of this file
+  lease.token = std::to_string(grant->id);
+
+  // Every way out but success gives the lease back, which frees anything it holds.
+  const auto give_back = [&](Status why) {
+    client_->lease_revoke(grant->id).ignore_error();
+    return why;
+  };
+
+  Result<std::vector<uint64_t>> taken = taken_slots();
+  if (!taken.ok()) return give_back(taken.status());
+  const auto is_taken = [&](uint64_t slot) {
+    return std::binary_search(taken->begin(), taken->end(), slot);
+  };
+  // The identity's previous slot first, if it looks free.
+  Result<std::vector<EtcdKeyValue>> previous = client_->range(identity_key(identity));
+  if (!previous.ok()) return give_back(previous.status());
+  uint64_t previous_slot = 0;
+  const bool has_previous = !previous->empty() &&
+                            parse_int(previous->front().value, &previous_slot) &&
+                            previous_slot < options_.space.slots() && !is_taken(previous_slot);
+  if (has_previous) {
+    Result<bool> got = try_take(previous_slot, identity, grant->id, &lease);
+    if (!got.ok()) return give_back(got.status());
+    if (*got) return lease;
+  }
+
+  // Free slots in order, skipping the taken ones. A slot taken since the range read just
+  // loses its transaction; the walk stops at the first slot won, so it costs one
+  // transaction per race lost, not one per slot.
+  const uint64_t slots = options_.space.slots();
+  if (taken->size() < slots) {
+    auto next_taken = taken->begin();
+    for (uint64_t slot = 0; slot < slots; ++slot) {
+      while (next_taken != taken->end() && *next_taken < slot) ++next_taken;
+      if ((next_taken != taken->end() && *next_taken == slot) ||
+          (has_previous && slot == previous_slot)) {
+        continue;
+      }
+      Result<bool> got = try_take(slot, identity, grant->id, &lease);
+      if (!got.ok()) return give_back(got.status());
+      if (*got) return lease;
+    }
+  }
+  return give_back(all_slots_taken(options_.space, options_.layout_name));
+}
+
+Status EtcdRegistry::lost(uint64_t slot, const std::vector<EtcdKeyValue>& worker) const {
+  return Status::Unavailable(fmt::format(
+      "lease on slot {} lost: {} in {}", slot,
+      worker.empty() ? std::string("it expired or was released")
+                     : fmt::format("'{}' holds it now", worker.front().value.substr(0, 200)),
+      described_));
+}
+
+Status EtcdRegistry::renew(const Lease& lease, int64_t high_water_ms) {
+  IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
+  Result<int64_t> id = lease_id(lease);
+  if (!id.ok()) return id.status();
+  Result<int64_t> ttl = client_->lease_keep_alive(*id);
+  if (!ttl.ok()) {
+    return Status(ttl.status().code(), fmt::format("renewing the lease on slot {}: {}", lease.slot,
+                                                   ttl.status().message()));
+  }
+  if (*ttl <= 0) return lost(lease.slot, {});
+
+  const std::string worker = worker_key(lease.slot);
+  const std::string mark_key = hw_key(lease.slot);
+  for (int attempt = 0; attempt < kMarkAttempts; ++attempt) {
+    Result<std::vector<EtcdKeyValue>> old = client_->range(mark_key);
+    if (!old.ok()) return old.status();
+    Result<int64_t> old_mark = read_mark(lease.slot, *old);
+    if (!old_mark.ok()) return old_mark.status();
+    const bool raise = high_water_ms > *old_mark;
+    // The mark moves only while the worker key is this lease's, and only from the value
+    // just read: never down, never by a holder that lost the slot.
+    std::vector<nlohmann::json> compares = {txn::lease_is(worker, *id)};
+    std::vector<nlohmann::json> success;
+    if (raise) {
+      compares.push_back(
+          txn::mod_revision_is(mark_key, old->empty() ? 0 : old->front().mod_revision));
+      success.push_back(txn::put(mark_key, std::to_string(high_water_ms)));
+    }
+    Result<EtcdTxnResult> got = client_->txn(compares, success, {txn::get(worker)});
+    if (!got.ok()) return got.status();
+    if (got->succeeded) return Status::Ok();
+    if (got->ranges.size() != 1) return Status::IoError(described_ + ": unexpected txn answer");
+    const std::vector<EtcdKeyValue>& holder = got->ranges[0];
+    if (holder.empty() || holder.front().lease != *id) return lost(lease.slot, holder);
+  }
+  return Status::Internal(
+      fmt::format("{}: {} keeps changing under its holder; is another process writing it?",
+                  described_, mark_key));
+}
+
+Status EtcdRegistry::release(const Lease& lease) {
+  IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
+  Result<int64_t> id = lease_id(lease);
+  if (!id.ok()) return id.status();
+  // Revoking deletes only the keys attached to this lease: if the slot went to someone
+  // else meanwhile, their key stays.
+  Status revoked = client_->lease_revoke(*id);
+  if (revoked.code() == StatusCode::kNotFound) return Status::Ok();  // expired already
+  return revoked;
+}
+
+Result<std::vector<SlotStatus>> EtcdRegistry::status() {
+  const std::string workers = workers_prefix();
+  Result<std::vector<EtcdKeyValue>> held = client_->range(workers, prefix_range_end(workers));
+  if (!held.ok()) return held.status();
+  const std::string marks_prefix = hw_prefix();
+  Result<std::vector<EtcdKeyValue>> marks =
+      client_->range(marks_prefix, prefix_range_end(marks_prefix));
+  if (!marks.ok()) return marks.status();
+  std::map<uint64_t, int64_t> mark_of;
+  for (const EtcdKeyValue& kv : *marks) {
+    uint64_t slot = 0;
+    int64_t mark = 0;
+    if (slot_of(kv.key, marks_prefix, &slot) && parse_int(kv.value, &mark)) mark_of[slot] = mark;
+  }
+
+  std::map<int64_t, int64_t> ttl_of;  // lease id -> seconds left, asked once per lease
+  std::vector<SlotStatus> out;
+  for (const EtcdKeyValue& kv : *held) {
+    SlotStatus s;
+    if (!slot_of(kv.key, workers, &s.slot)) continue;
+    s.holder = kv.value;
+    if (const auto it = mark_of.find(s.slot); it != mark_of.end()) s.high_water_ms = it->second;
+    if (kv.lease != 0) {
+      auto it = ttl_of.find(kv.lease);
+      if (it == ttl_of.end()) {
+        Result<int64_t> ttl = client_->lease_time_to_live(kv.lease);
+        if (!ttl.ok()) return ttl.status();
+        it = ttl_of.emplace(kv.lease, *ttl).first;
+      }
+      if (it->second < 0) continue;  // expired since the range read: free now
+      s.expires_in_ms = it->second * 1000;
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SlotStatus& a, const SlotStatus& b) { return a.slot < b.slot; });
+  return out;
+}
+
+Status EtcdRegistry::force_release(uint64_t slot) {
+  IDFORGE_RETURN_IF_ERROR(check_slot(slot));
+  Result<int64_t> deleted = client_->delete_key(worker_key(slot));
+  if (!deleted.ok()) return deleted.status();
+  if (*deleted == 0) {
+    return Status::NotFound(fmt::format("slot {} is not taken in {}", slot, described_));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerRegistry>> open_etcd_registry(std::string_view target,
+                                                           const RegistryOptions& options) {
+  const int bits = options.space.datacenter_bits + options.space.worker_bits;
+  if (options.space.datacenter_bits < 0 || options.space.worker_bits < 0 || bits > kMaxSlotBits) {
+    return Status::InvalidArgument(
+        fmt::format("the etcd registry takes 0 to {} node bits, got datacenter {} + worker {}",
+                    kMaxSlotBits, options.space.datacenter_bits, options.space.worker_bits));
+  }
+  if (options.ttl_ms < 1) {
+    return Status::InvalidArgument(fmt::format("ttl_ms must be positive, got {}", options.ttl_ms));
+  }
+  if (options.cluster.empty() || options.cluster.find('/') != std::string::npos) {
+    return Status::InvalidArgument(
+        fmt::format("the cluster name '{}' is empty or holds a '/'", options.cluster));
+  }
+  EtcdClient::Timeouts timeouts;
+  timeouts.request_ms = static_cast<int>(
+      std::clamp<int64_t>(options.ttl_ms / 2, kMinRequestTimeoutMs, kMaxRequestTimeoutMs));
+  timeouts.connect_ms = std::min(timeouts.request_ms, kMaxConnectTimeoutMs);
+  Result<std::unique_ptr<EtcdClient>> client = EtcdClient::open(target, timeouts);
+  if (!client.ok()) return client.status();
+  auto registry = std::make_unique<EtcdRegistry>(std::move(client).value(), options);
+  IDFORGE_RETURN_IF_ERROR(registry->open());
+  return std::unique_ptr<WorkerRegistry>(std::move(registry));
+}
+
+}  // namespace idforge::coord

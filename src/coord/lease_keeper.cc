@@ -1,0 +1,349 @@
+#include "coord/lease_keeper.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace idforge::coord {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kMinRetry{10};
+
+int64_t ms_between(std::chrono::steady_clock::time_point from,
+                   std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration_cast<milliseconds>(to - from).count();
+}
+
+int64_t positive_or(int64_t value, int64_t fallback) { return value > 0 ? value : fallback; }
+
+// A lease without a TTL (a backend's bug) would make every interval 0 and the renew
+// loop spin; treat it as the registries' default. A short TTL is kept as it is: a
+// longer one would fence too late.
+constexpr int64_t kDefaultTtlMs = 10'000;
+
+Lease sane(Lease lease) {
+  if (lease.ttl_ms <= 0) lease.ttl_ms = kDefaultTtlMs;
+  return lease;
+}
+
+}  // namespace
+
+Result<LeaseNodeFields> lease_node_fields(const Layout& layout) {
+  std::vector<const Field*> nodes;
+  for (const Field& f : layout.fields()) {
+    if (f.role == FieldRole::kNode) nodes.push_back(&f);
+  }
+  if (nodes.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "layout {} has no node field, so there is no worker id to lease", layout.name()));
+  }
+  if (nodes.size() > 2) {
+    return Status::InvalidArgument(fmt::format(
+        "layout {} has {} node fields; a worker lease fills at most two (worker and datacenter)",
+        layout.name(), nodes.size()));
+  }
+  const Field* worker = nodes[0];
+  const Field* datacenter = nodes.size() == 2 ? nodes[1] : nullptr;
+  // Names win over positions: twitter's datacenter field comes first.
+  if (datacenter != nullptr && (datacenter->name == "worker" || worker->name == "datacenter")) {
+    std::swap(worker, datacenter);
+  }
+  LeaseNodeFields out;
+  out.worker_field = worker->name;
+  out.space.worker_bits = worker->bits;
+  out.datacenter_field = datacenter != nullptr ? datacenter->name : "";
+  out.space.datacenter_bits = datacenter != nullptr ? datacenter->bits : 0;
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> lease_node_values(const LeaseNodeFields& fields,
+                                                                const Lease& lease) {
+  std::vector<std::pair<std::string, uint64_t>> values = {{fields.worker_field, lease.worker}};
+  if (!fields.datacenter_field.empty())
+    values.emplace_back(fields.datacenter_field, lease.datacenter);
+  return values;
+}
+
+bool is_lease_lost(const Status& status) {
+  if (status.code() == StatusCode::kNotFound) return true;
+  // "slot <digits> lost:", so that a transport error ("connection lost") is not read
+  // as a verdict on the lease.
+  const std::string& m = status.message();
+  constexpr std::string_view kSlot = "slot ";
+  constexpr std::string_view kLost = " lost:";
+  for (size_t at = m.find(kSlot); at != std::string::npos; at = m.find(kSlot, at + 1)) {
+    size_t end = at + kSlot.size();
+    const size_t digits = end;
+    while (end < m.size() && m[end] >= '0' && m[end] <= '9') ++end;
+    if (end > digits && m.compare(end, kLost.size(), kLost) == 0) return true;
+  }
+  return false;
+}
+
+std::string_view lease_state_name(LeaseState state) {
+  switch (state) {
+    case LeaseState::kWaiting:
+      return "waiting";
+    case LeaseState::kHeld:
+      return "held";
+    case LeaseState::kOverdue:
+      return "overdue";
+    case LeaseState::kLost:
+      return "lost";
+    case LeaseState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+LeaseKeeper::LeaseKeeper(WorkerRegistry& registry, Lease lease, KeeperOptions options)
+    : registry_(registry),
+      lease_(sane(std::move(lease))),
+      renew_every_(positive_or(options.renew_every_ms, std::max<int64_t>(lease_.ttl_ms / 3, 1))),
+      // A fence deadline at or past the TTL would let the coordinator hand the slot on
+      // while we still issue; fall back to the safe default.
+      fence_after_(options.fence_after_ms > 0 && options.fence_after_ms < lease_.ttl_ms
+                       ? options.fence_after_ms
+                       : std::max<int64_t>(lease_.ttl_ms * 2 / 3, 1)),
+      retry_every_(std::max(kMinRetry, std::min(renew_every_, milliseconds(lease_.ttl_ms / 10)))),
+      start_ready_at_(
+          (options.acquired_at == TimePoint{} ? SteadyClock::now() : options.acquired_at) +
+          milliseconds(std::max<int64_t>(lease_.start_delay_ms, 0))),
+      on_lost_(std::move(options.on_lost)),
+      last_ok_(options.acquired_at == TimePoint{} ? SteadyClock::now() : options.acquired_at),
+      confirmed_mark_(lease_.high_water_ms) {
+  renew_thread_ = std::thread([this] { renew_loop(); });
+  watch_thread_ = std::thread([this] { watch_loop(); });
+}
+
+LeaseKeeper::~LeaseKeeper() { stop().ignore_error(); }
+
+int64_t LeaseKeeper::mark_to_send_locked() const {
+  int64_t mark = std::max(confirmed_mark_, requested_mark_);
+  if (generator_ != nullptr) mark = std::max(mark, generator_->reserved_until_ms());
+  return mark;
+}
+
+LeaseState LeaseKeeper::state_locked(TimePoint now) const {
+  if (stopping_) return LeaseState::kStopped;
+  if (lost_) return LeaseState::kLost;
+  if (now < start_ready_at_) return LeaseState::kWaiting;
+  if (now - last_ok_ >= fence_after_) return LeaseState::kOverdue;
+  return LeaseState::kHeld;
+}
+
+LeaseKeeper::Fence LeaseKeeper::decide_locked(TimePoint now) const {
+  Fence f;
+  f.why = state_locked(now);
+  f.fenced = f.why != LeaseState::kHeld;
+  switch (f.why) {
+    case LeaseState::kStopped:
+      f.reason = fmt::format("the worker lease for slot {} was released", lease_.slot);
+      break;
+    case LeaseState::kLost:
+      f.reason = fmt::format(
+          "the worker lease for slot {} is lost ({}); this node issues no IDs until it holds a "
+          "lease again",
+          lease_.slot, last_error_);
+      break;
+    case LeaseState::kWaiting:
+      f.reason = fmt::format(
+          "waiting {} ms after acquiring the worker lease for slot {} before issuing IDs (a "
+          "previous holder may not have fenced itself yet)",
+          lease_.start_delay_ms, lease_.slot);
+      break;
+    case LeaseState::kOverdue:
+      f.reason = fmt::format("worker lease for slot {} not renewed for {} ms: {}", lease_.slot,
+                             ms_between(last_ok_, now),
+                             last_error_.empty() ? "the renew has not answered" : last_error_);
+      break;
+    case LeaseState::kHeld:
+      break;
+  }
+  return f;
+}
+
+void LeaseKeeper::apply_fence() {
+  std::lock_guard serial(fence_mu_);
+  Fence want;
+  SnowflakeGenerator* generator;
+  {
+    std::lock_guard lock(mu_);
+    want = decide_locked(SteadyClock::now());
+    generator = generator_;
+  }
+  if (generator == nullptr) return;
+  if (want.fenced == applied_.fenced && want.why == applied_.why) return;
+  if (want.fenced) {
+    generator->fence(want.reason);
+  } else {
+    generator->unfence();
+  }
+  applied_ = std::move(want);
+  std::lock_guard lock(mu_);
+  applied_why_ = applied_.why;
+}
+
+void LeaseKeeper::attach(SnowflakeGenerator* generator) {
+  {
+    std::lock_guard lock(mu_);
+    generator_ = generator;
+  }
+  {
+    // The generator starts unfenced; make `applied_` say so before deciding.
+    std::lock_guard serial(fence_mu_);
+    applied_ = Fence{};
+    std::lock_guard lock(mu_);
+    applied_why_ = LeaseState::kHeld;
+  }
+  apply_fence();
+  watch_cv_.notify_all();
+}
+
+Status LeaseKeeper::store_mark(int64_t unix_ms) {
+  std::unique_lock lock(mu_);
+  if (lost_) return Status::Unavailable(decide_locked(SteadyClock::now()).reason);
+  if (stopping_) {
+    return Status::Unavailable(
+        fmt::format("the worker lease for slot {} is being released", lease_.slot));
+  }
+  if (unix_ms <= confirmed_mark_) return Status::Ok();
+  requested_mark_ = std::max(requested_mark_, unix_ms);
+  const uint64_t mine = ++requests_;
+  renew_cv_.notify_one();
+  // Never wait past the fence deadline: the generator holds its own lock while it
+  // stores, and the watchdog needs that lock to fence it.
+  while (served_ < mine && !lost_ && !stopping_) {
+    const TimePoint deadline = last_ok_ + fence_after_;
+    if (SteadyClock::now() >= deadline) {
+      return Status::Unavailable(
+          fmt::format("worker lease for slot {} not renewed for {} ms: {}", lease_.slot,
+                      ms_between(last_ok_, SteadyClock::now()),
+                      last_error_.empty() ? "the renew has not answered" : last_error_));
+    }
+    done_cv_.wait_until(lock, deadline);
+  }
+  if (confirmed_mark_ >= unix_ms) return Status::Ok();
+  if (!last_result_.ok()) return last_result_;
+  return Status::Unavailable(
+      fmt::format("the worker lease for slot {} could not store the high-water mark", lease_.slot));
+}
+
+void LeaseKeeper::renew_loop() {
+  std::unique_lock lock(mu_);
+  TimePoint next = last_ok_ + renew_every_;
+  while (!stopping_) {
+    if (lost_) {
+      renew_cv_.wait(lock, [this] { return stopping_; });
+      break;
+    }
+    if (served_ >= requests_ && SteadyClock::now() < next) {
+      renew_cv_.wait_until(lock, next);
+      continue;
+    }
+    const uint64_t covering = requests_;
+    const int64_t mark = mark_to_send_locked();
+    lock.unlock();
+    const TimePoint sent = SteadyClock::now();
+    Status st = registry_.renew(lease_, mark);
+    lock.lock();
+
+    served_ = std::max(served_, covering);
+    last_result_ = st;
+    bool became_lost = false;
+    if (st.ok()) {
+      last_ok_ = std::max(last_ok_, sent);
+      confirmed_mark_ = std::max(confirmed_mark_, mark);
+      ++renewals_;
+      next = sent + renew_every_;
+    } else {
+      ++failures_;
+      last_error_ = st.message().empty() ? st.to_string() : st.message();
+      if (is_lease_lost(st)) {
+        lost_ = true;
+        became_lost = true;
+      }
+      next = SteadyClock::now() + retry_every_;
+    }
+    done_cv_.notify_all();
+    watch_cv_.notify_all();
+    if (became_lost && on_lost_) {
+      lock.unlock();
+      on_lost_(st);
+      lock.lock();
+    }
+  }
+}
+
+void LeaseKeeper::watch_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    apply_fence();
+    lock.lock();
+    if (stopping_) break;
+    const TimePoint now = SteadyClock::now();
+    // Something changed while we were applying: apply again rather than sleep on it.
+    if (generator_ != nullptr && state_locked(now) != applied_why_) continue;
+    TimePoint wake = TimePoint::max();
+    if (now < start_ready_at_) wake = start_ready_at_;
+    const TimePoint overdue_at = last_ok_ + fence_after_;
+    if (!lost_ && now < overdue_at) wake = std::min(wake, overdue_at);
+    if (wake == TimePoint::max()) {
+      watch_cv_.wait(lock);
+    } else {
+      watch_cv_.wait_until(lock, wake);
+    }
+  }
+}
+
+Status LeaseKeeper::stop() {
+  std::lock_guard serial(stop_mu_);
+  if (stopped_) return stop_result_;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  renew_cv_.notify_all();
+  watch_cv_.notify_all();
+  done_cv_.notify_all();
+  if (renew_thread_.joinable()) renew_thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
+  apply_fence();  // no ID after the release below
+
+  int64_t mark;
+  bool lost;
+  int64_t confirmed;
+  {
+    std::lock_guard lock(mu_);
+    mark = mark_to_send_locked();
+    lost = lost_;
+    confirmed = confirmed_mark_;
+  }
+  Status result;
+  // A lost lease may be someone else's by now: leave it alone.
+  if (!lost) {
+    if (mark > confirmed) result = registry_.renew(lease_, mark);
+    Status released = registry_.release(lease_);
+    if (result.ok()) result = released;
+  }
+  stopped_ = true;
+  stop_result_ = result;
+  return result;
+}
+
+KeeperStatus LeaseKeeper::status() const {
+  std::lock_guard lock(mu_);
+  const TimePoint now = SteadyClock::now();
+  KeeperStatus s;
+  s.state = state_locked(now);
+  s.since_renew_ms = ms_between(last_ok_, now);
+  s.renewals = renewals_;
+  s.failures = failures_;
+  s.last_error = last_error_;
+  return s;
+}
+
+}  // namespace idforge::coord

@@ -1,0 +1,186 @@
+// LeaseKeeper: keeps a worker-id lease alive under a SnowflakeGenerator and fences the
+// generator before the lease can expire (DESIGN.md section 3, invariant 3).
+//
+//   auto t0 = std::chrono::steady_clock::now();           // before asking
+//   Result<Lease> lease = registry->acquire(identity);
+//   LeaseKeeper keeper(*registry, *lease, {.acquired_at = t0});
+//   options.high_water = &keeper.high_water();             // the mark lives with the lease
+//   options.nodes = lease_node_values(fields, *lease);
+//   auto gen = SnowflakeGenerator::create(options).value();
+//   keeper.attach(gen.get());
+//   ...
+//   Status released = keeper.stop();                      // fences, stores the mark, releases
+//
+// Timing is measured on std::chrono::steady_clock, so a wall clock stepped back or
+// forward never stretches the window. From the moment a renew that later succeeded
+// was SENT (the coordinator's TTL starts no earlier), the keeper fences the generator
+// once fence_after_ms (default ttl*2/3) pass without another success, strictly before
+// the coordinator may give the slot to someone else at ttl; a later success unfences.
+// A renew that says the lease is lost (is_lease_lost) fences for good: state() says
+// so and on_lost runs; taking a new lease, possibly another slot, is the owner's job.
+// A lease with start_delay_ms keeps the generator fenced for that long after
+// acquired_at.
+//
+// Two threads: one renews every renew_every_ms (default ttl/3) and also performs the
+// generator's high-water stores, the other fences and unfences on time even while a
+// renew hangs on an unreachable coordinator. Every public method is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "idforge/high_water.h"
+#include "idforge/layout.h"
+#include "idforge/snowflake.h"
+#include "idforge/worker_registry.h"
+
+namespace idforge::coord {
+
+// How a layout's node fields take a lease's ids: the field named "worker" (else the
+// first node field) gets Lease::worker, the field named "datacenter" (else the other
+// node field, if any) gets Lease::datacenter. So discord's worker/process map to
+// worker/datacenter, instagram's shard and sonyflake's machine are the worker.
+struct LeaseNodeFields {
+  std::string worker_field;
+  std::string datacenter_field;  // empty when the layout has a single node field
+  SlotSpace space;
+};
+// InvalidArgument when the layout has no node field or more than two.
+Result<LeaseNodeFields> lease_node_fields(const Layout& layout);
+std::vector<std::pair<std::string, uint64_t>> lease_node_values(const LeaseNodeFields& fields,
+                                                                const Lease& lease);
+
+// A renew error that means another holder may have the slot (as opposed to a
+// coordinator we cannot reach): NotFound, or a message containing "slot N lost:" as
+// backends write it ("lease on slot 7 lost: it expired ...").
+bool is_lease_lost(const Status& status);
+
+enum class LeaseState {
+  kWaiting,  // in the start delay: fenced
+  kHeld,     // renewed in time: issuing
+  kOverdue,  // no successful renew for fence_after_ms: fenced, still trying
+  kLost,     // the coordinator says the lease is gone: fenced for good
+  kStopped,  // stop() was called: fenced, released
+};
+std::string_view lease_state_name(LeaseState state);
+
+struct KeeperStatus {
+  LeaseState state = LeaseState::kHeld;
+  int64_t since_renew_ms = 0;  // since the last successful renew was sent
+  uint64_t renewals = 0;       // successful renews (including the generator's mark stores)
+  uint64_t failures = 0;
+  std::string last_error;  // of the most recent failed renew; empty if none
+};
+
+struct KeeperOptions {
+  int64_t renew_every_ms = 0;  // 0: ttl / 3
+  int64_t fence_after_ms = 0;  // 0: ttl * 2 / 3; must be below the lease's ttl
+  // When the acquire request was sent; the default (epoch) means "now", which is late by
+  // the acquire's round trip, so pass it.
+  std::chrono::steady_clock::time_point acquired_at{};
+  // Called once, from the keeper's thread, when a renew says the lease is lost.
+  std::function<void(const Status&)> on_lost;
+};
+
+class LeaseKeeper {
+ public:
+  // Starts renewing at once (the generator's create() already stores its mark here).
+  LeaseKeeper(WorkerRegistry& registry, Lease lease, KeeperOptions options = {});
+  ~LeaseKeeper();  // stop(), ignoring its error
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  // The generator's HighWaterStore: load() is the lease's stored mark; store(mark)
+  // renews the lease with that mark, waiting at most until the fence deadline.
+  HighWaterStore& high_water() { return store_; }
+
+  // Starts fencing `generator` (at once when in the start delay or overdue). It must
+  // outlive the keeper or stop().
+  void attach(SnowflakeGenerator* generator);
+
+  // Stops renewing, fences the generator, stores its final mark and releases the
+  // lease. Returns the release's (or the final store's) error. Idempotent.
+  Status stop();
+
+  const Lease& lease() const { return lease_; }
+  KeeperStatus status() const;
+  LeaseState state() const { return status().state; }
+
+ private:
+  using SteadyClock = std::chrono::steady_clock;
+  using TimePoint = SteadyClock::time_point;
+
+  class Store final : public HighWaterStore {
+   public:
+    explicit Store(LeaseKeeper* keeper) : keeper_(keeper) {}
+    Result<int64_t> load() override { return keeper_->lease_.high_water_ms; }
+    Status store(int64_t unix_ms) override { return keeper_->store_mark(unix_ms); }
+
+   private:
+    LeaseKeeper* keeper_;
+  };
+
+  struct Fence {
+    bool fenced = false;
+    LeaseState why = LeaseState::kHeld;
+    std::string reason;
+  };
+
+  Status store_mark(int64_t unix_ms);
+  void renew_loop();
+  void watch_loop();
+  // What the generator should be now (under mu_).
+  Fence decide_locked(TimePoint now) const;
+  // Brings the generator in line with decide_locked; never called with mu_ held, nor
+  // by a thread that may hold the generator's own lock (the renew thread, store()).
+  void apply_fence();
+  LeaseState state_locked(TimePoint now) const;
+  int64_t mark_to_send_locked() const;
+
+  WorkerRegistry& registry_;
+  const Lease lease_;
+  const std::chrono::milliseconds renew_every_;
+  const std::chrono::milliseconds fence_after_;
+  const std::chrono::milliseconds retry_every_;
+  const TimePoint start_ready_at_;
+  std::function<void(const Status&)> on_lost_;
+  Store store_{this};
+
+  mutable std::mutex mu_;
+  std::condition_variable renew_cv_;  // wakes the renew thread (requests, stop)
+  std::condition_variable watch_cv_;  // wakes the watchdog (state changes, stop)
+  std::condition_variable done_cv_;   // wakes store() waiters when a renew finishes
+  SnowflakeGenerator* generator_ = nullptr;
+  TimePoint last_ok_;           // when the last successful renew was sent
+  int64_t confirmed_mark_ = 0;  // highest mark a successful renew stored
+  int64_t requested_mark_ = 0;  // highest mark store() asked for
+  uint64_t requests_ = 0;       // store() requests made
+  uint64_t served_ = 0;         // requests covered by a finished renew
+  Status last_result_;
+  std::string last_error_;
+  uint64_t renewals_ = 0;
+  uint64_t failures_ = 0;
+  bool lost_ = false;
+  bool stopping_ = false;
+
+  // Lock order: fence_mu_ before mu_; the generator's own lock only under fence_mu_.
+  std::mutex fence_mu_;                         // serializes apply_fence
+  Fence applied_;                               // what the generator was last told; under fence_mu_
+  LeaseState applied_why_ = LeaseState::kHeld;  // a copy of applied_.why under mu_
+
+  std::mutex stop_mu_;  // serializes stop()
+  bool stopped_ = false;
+  Status stop_result_;
+
+  std::thread renew_thread_;
+  std::thread watch_thread_;
+};
+
+}  // namespace idforge::coord

@@ -1,0 +1,148 @@
+// The client side of Redis that the segment store and the worker registry share: the
+// URL, one hiredis connection with its scripts loaded, and a small pool that retries a
+// call once when a pooled connection turns out to have been closed by a restart.
+//
+// Connecting gives up after RedisTimeouts::connect_ms and each command after
+// command_ms, so a server that stops answering fails a call instead of hanging it. A
+// connection that failed is dropped and the next call reconnects. SIGPIPE from a reset
+// connection never reaches the process.
+//
+// RedisConnection is not thread-safe (the pool hands it to one caller at a time);
+// RedisClient is.
+#pragma once
+
+#include <hiredis.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "idforge/status.h"
+#include "store/connection_pool.h"
+
+namespace idforge::store {
+
+// Where a URL points: redis://[user[:password]@]host[:port][/db].
+struct RedisTarget {
+  std::string host;
+  int port = 6379;
+  int db = 0;
+  std::string user;
+  std::string password;
+
+  // The URL without user or password, for errors and describe().
+  std::string shown() const;
+};
+
+// Parses a redis:// URL (no ?query). `what` names its use in errors ("store",
+// "registry"); an error never shows the password.
+Result<RedisTarget> parse_redis_url(std::string_view url, std::string_view what);
+
+struct RedisReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyFree>;
+
+inline std::string_view reply_text(const redisReply* r) { return {r->str, r->len}; }
+
+// The Status for an error reply `r` from the server `shown` while `doing`: Unavailable
+// for replies that mean "not now" (loading, busy, read-only replica...), else IoError.
+Status redis_error_status(const std::string& shown, const redisReply* r, std::string_view doing);
+
+struct RedisTimeouts {
+  int connect_ms = 3000;
+  int command_ms = 5000;
+};
+
+// One hiredis connection with the given Lua scripts loaded.
+class RedisConnection {
+ public:
+  // `scripts` must outlive the connection (static tables of script texts).
+  static Result<std::unique_ptr<RedisConnection>> connect(const RedisTarget& target,
+                                                          const std::string& shown,
+                                                          std::span<const char* const> scripts,
+                                                          const RedisTimeouts& timeouts);
+
+  bool broken() const { return ctx_ == nullptr || ctx_->err != 0; }
+  // An idle connection has nothing to read; readable means the server closed it.
+  bool looks_alive() const;
+
+  // One command. Fails (and breaks the connection) only when the server could not be
+  // reached or did not answer in time; an error reply comes back as a reply.
+  Result<RedisReplyPtr> command(const std::vector<std::string>& args);
+  // EVALSHA of script number `script`, falling back to EVAL when the server forgot it.
+  Result<RedisReplyPtr> eval(size_t script, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& args);
+  // Several commands in one round trip; replies in order.
+  Result<std::vector<RedisReplyPtr>> pipeline(
+      const std::vector<std::vector<std::string>>& commands);
+
+ private:
+  struct ContextFree {
+    void operator()(redisContext* c) const { redisFree(c); }
+  };
+
+  RedisConnection(redisContext* ctx, std::string shown, std::span<const char* const> scripts)
+      : ctx_(ctx), shown_(std::move(shown)), scripts_(scripts) {}
+  Status io_error() const;
+
+  std::unique_ptr<redisContext, ContextFree> ctx_;
+  std::string shown_;
+  std::span<const char* const> scripts_;
+  std::vector<std::string> shas_;
+};
+
+// A pool of connections to one server. Thread-safe.
+class RedisClient {
+ public:
+  RedisClient(RedisTarget target, std::span<const char* const> scripts, RedisTimeouts timeouts,
+              size_t max_connections);
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  // The URL without the password.
+  const std::string& shown() const { return shown_; }
+
+  // Runs `fn(RedisConnection&)`, which returns a Status or Result, on a pooled
+  // connection. A connection that had been idle may have been closed by a server
+  // restart since; its quick failure earns one retry on a new connection, so `fn` must
+  // be safe to run twice (at worst it then wastes what the lost first run took).
+  template <typename Fn>
+  auto with_connection(Fn&& fn) -> decltype(fn(std::declval<RedisConnection&>()));
+
+  // One PING: reports a wrong address or password now rather than at the first call.
+  Status ping();
+
+ private:
+  // A connection the server closed while it sat idle fails at once; a slower failure
+  // is a server in trouble (a timeout), and retrying would only double the caller's wait.
+  static constexpr auto kStaleFailure = std::chrono::milliseconds(500);
+
+  const RedisTarget target_;
+  const std::string shown_;
+  const std::span<const char* const> scripts_;
+  const RedisTimeouts timeouts_;
+  ConnectionPool<RedisConnection> pool_;
+};
+
+template <typename Fn>
+auto RedisClient::with_connection(Fn&& fn) -> decltype(fn(std::declval<RedisConnection&>())) {
+  for (int attempt = 0;; ++attempt) {
+    Result<ConnectionPool<RedisConnection>::Lease> lease = pool_.acquire();
+    if (!lease.ok()) return lease.status();
+    const auto started = std::chrono::steady_clock::now();
+    auto result = fn(**lease);
+    if (!result.ok() && (*lease)->broken() && lease->reused() && attempt == 0 &&
+        std::chrono::steady_clock::now() - started < kStaleFailure) {
+      continue;
+    }
+    return result;
+  }
+}
+
+}  // namespace idforge::store

@@ -1,0 +1,354 @@
+// etcd going away under a holder of the etcd WorkerRegistry: a frozen, stopped and
+// restarted etcd, and a node cut off from etcd that fences itself before a second node
+// takes its slot, with no ID issued twice (DESIGN.md section 3, invariant 3).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "coord/etcd_registry.h"
+#include "coord/lease_keeper.h"
+#include "idforge/layout.h"
+#include "idforge/snowflake.h"
+#include "idforge/worker_registry.h"
+#include "integration/services.h"
+
+namespace idforge::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+int64_t ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+void sleep_ms(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+RegistryOptions options_for(const std::string& cluster, int64_t ttl_ms = 10'000,
+                            SlotSpace space = {}, const std::string& layout = "twitter") {
+  RegistryOptions o;
+  o.space = space;
+  o.layout_name = layout;
+  o.cluster = cluster;
+  o.ttl_ms = ttl_ms;
+  return o;
+}
+
+std::unique_ptr<WorkerRegistry> open_at(const std::string& url, const RegistryOptions& options) {
+  auto r = coord::open_etcd_registry(url, options);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+// Forwards 127.0.0.1:port() to an upstream port until cut(): then it drops every
+// connection and accepts new ones only to close them, as a node cut off from etcd sees.
+class CuttableProxy {
+ public:
+  explicit CuttableProxy(int upstream_port) : upstream_port_(upstream_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = loopback(0);
+    socklen_t len = sizeof(addr);
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listen_fd_, 64) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "proxy: cannot listen";
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~CuttableProxy() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (auto& [a, b] : pairs_) close_pair(a, b);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+  CuttableProxy(const CuttableProxy&) = delete;
+  CuttableProxy& operator=(const CuttableProxy&) = delete;
+
+  int port() const { return port_; }
+  void cut() { cut_ = true; }
+  void heal() { cut_ = false; }
+
+ private:
+  static sockaddr_in loopback(int port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    return addr;
+  }
+  static void close_pair(int a, int b) {
+    ::close(a);
+    ::close(b);
+  }
+  // Copies what `from` has to `to`; false when either side is done.
+  static bool pump(int from, int to) {
+    char buf[16384];
+    const ssize_t n = ::read(from, buf, sizeof(buf));
+    if (n <= 0) return false;
+    for (ssize_t sent = 0; sent < n;) {
+      const ssize_t w = ::write(to, buf + sent, static_cast<size_t>(n - sent));
+      if (w <= 0) return false;
+      sent += w;
+    }
+    return true;
+  }
+
+  // One thread, poll(): etcd's answers here are small, so a blocking write is fine.
+  void loop() {
+    while (!done_) {
+      if (cut_) {
+        for (auto& [a, b] : pairs_) close_pair(a, b);
+        pairs_.clear();
+      }
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+      for (auto& [a, b] : pairs_) {
+        fds.push_back({a, POLLIN, 0});
+        fds.push_back({b, POLLIN, 0});
+      }
+      if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
+      std::vector<std::pair<int, int>> alive;
+      for (size_t i = 0; i < pairs_.size(); ++i) {
+        const auto [a, b] = pairs_[i];
+        const short ra = fds[1 + 2 * i].revents;
+        const short rb = fds[2 + 2 * i].revents;
+        bool ok = true;
+        if (ra & (POLLIN | POLLHUP | POLLERR)) ok = pump(a, b);
+        if (ok && (rb & (POLLIN | POLLHUP | POLLERR))) ok = pump(b, a);
+        if (ok) {
+          alive.emplace_back(a, b);
+        } else {
+          close_pair(a, b);
+        }
+      }
+      pairs_ = std::move(alive);
+      // After the pumps: fds has no entry for a pair accepted now.
+      if (fds[0].revents & POLLIN) accept_one();
+    }
+  }
+
+  void accept_one() {
+    const int client = ::accept(listen_fd_, nullptr, nullptr);
+    if (client < 0) return;
+    if (cut_) {
+      ::close(client);
+      return;
+    }
+    const int upstream = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = loopback(upstream_port_);
+    if (upstream < 0 ||
+        ::connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      ::close(client);
+      if (upstream >= 0) ::close(upstream);
+      return;
+    }
+    pairs_.emplace_back(client, upstream);
+  }
+
+  const int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> cut_{false};
+  std::atomic<bool> done_{false};
+  std::vector<std::pair<int, int>> pairs_;  // (client, upstream); the loop's thread only
+  std::thread thread_;
+};
+
+int port_of(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
+
+// A frozen etcd (SIGSTOP: connections open, no answers) fails a renew well within the
+// TTL, and a stopped and restarted one is used again without reopening the registry.
+TEST(EtcdRegistryServerTest, AFrozenOrRestartedEtcdFailsRenewInTimeThenRecovers) {
+  auto& sv = Services::get();
+  Result<Server> etcd = sv.start_private(ServerKind::kEtcd, "er-frozen");
+  ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+  auto reg = open_at(etcd->url, options_for("frozen", 2000));
+  ASSERT_TRUE(reg);
+  Result<Lease> a = reg->acquire("a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(sv.pause(*etcd).ok());
+  auto started = Clock::now();
+  Status s = reg->renew(*a, 1);
+  int64_t took = ms_since(started);
+  ASSERT_TRUE(sv.resume(*etcd).ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.to_string();
+  EXPECT_FALSE(coord::is_lease_lost(s)) << s.to_string();
+  EXPECT_LT(took, 1500);  // the keeper fences at 2/3 of 2000 ms
+  Status back = reg->renew(*a, 2);
+  EXPECT_TRUE(back.ok()) << back.to_string();
+
+  ASSERT_TRUE(sv.stop(*etcd).ok());
+  started = Clock::now();
+  Status down = reg->renew(*a, 3);
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.to_string();
+  EXPECT_FALSE(coord::is_lease_lost(down));
+  EXPECT_LT(ms_since(started), 1500);
+  ASSERT_TRUE(sv.restart(*etcd).ok());
+  // The data and the lease survive a restart (etcd gives leases a full TTL again).
+  Status again = reg->renew(*a, 4);
+  EXPECT_TRUE(again.ok()) << again.to_string();
+  EXPECT_TRUE(reg->release(*a).ok());
+  EXPECT_TRUE(sv.stop(*etcd).ok());
+}
+
+// A node issuing IDs while etcd goes away: it stops before the TTL; once etcd is back,
+// a second node takes the same slot after the first one's lease expired, and the two
+// never issued the same ID. Node A reaches etcd through a proxy that is cut together
+// with stopping etcd and stays cut after the restart (a node partitioned away), so A
+// is alive but can no longer renew; when the cut heals, A learns its lease is lost.
+TEST(EtcdRegistryFencingTest, ACutOffNodeStopsBeforeTheTtlAndASecondNodeNeverRepeatsItsIds) {
+  constexpr int64_t kTtlMs = 2000;
+  auto& sv = Services::get();
+  Result<Server> etcd = sv.start_private(ServerKind::kEtcd, "er-fence");
+  ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+  CuttableProxy proxy(port_of(etcd->url));
+  const std::string via_proxy = "etcd://127.0.0.1:" + std::to_string(proxy.port());
+  const RegistryOptions options = options_for("fence", kTtlMs);
+  const Layout layout = Layout::twitter();
+  Result<coord::LeaseNodeFields> fields = coord::lease_node_fields(layout);
+  ASSERT_TRUE(fields.ok());
+
+  struct Node {
+    std::unique_ptr<WorkerRegistry> registry;
+    std::unique_ptr<coord::LeaseKeeper> keeper;
+    std::unique_ptr<SnowflakeGenerator> generator;
+    Lease lease;
+    std::mutex mu;
+    std::vector<uint64_t> ids;
+    Clock::time_point first_ok{};
+    Clock::time_point last_ok{};
+    std::atomic<bool> done{false};
+    std::thread issuer;
+
+    Status start(const std::string& url, const RegistryOptions& o, const std::string& identity,
+                 const coord::LeaseNodeFields& f, const Layout& l) {
+      Result<std::unique_ptr<WorkerRegistry>> r = coord::open_etcd_registry(url, o);
+      if (!r.ok()) return r.status();
+      registry = std::move(r).value();
+      const auto asked = Clock::now();
+      Result<Lease> got = registry->acquire(identity);
+      if (!got.ok()) return got.status();
+      lease = *got;
+      coord::KeeperOptions ko;
+      ko.acquired_at = asked;
+      keeper = std::make_unique<coord::LeaseKeeper>(*registry, lease, ko);
+      SnowflakeOptions so;
+      so.layout = l;
+      so.nodes = coord::lease_node_values(f, lease);
+      so.high_water = &keeper->high_water();
+      Result<std::unique_ptr<SnowflakeGenerator>> g = SnowflakeGenerator::create(so);
+      if (!g.ok()) return g.status();
+      generator = std::move(g).value();
+      keeper->attach(generator.get());
+      issuer = std::thread([this] {
+        while (!done) {
+          for (int i = 0; i < 20; ++i) {
+            Result<uint64_t> id = generator->next();
+            if (!id.ok()) break;
+            const auto now = Clock::now();
+            std::lock_guard lock(mu);
+            if (ids.empty()) first_ok = now;
+            last_ok = now;
+            ids.push_back(*id);
+          }
+          sleep_ms(1);
+        }
+      });
+      return Status::Ok();
+    }
+    void finish() {
+      done = true;
+      if (issuer.joinable()) issuer.join();
+      if (keeper) keeper->stop().ignore_error();
+    }
+    Clock::time_point last() {
+      std::lock_guard lock(mu);
+      return last_ok;
+    }
+  };
+
+  Node a;
+  Status started = a.start(via_proxy, options, "node-a:1", *fields, layout);
+  ASSERT_TRUE(started.ok()) << started.to_string();
+  sleep_ms(1000);
+  ASSERT_FALSE(a.generator->fenced());
+
+  // etcd goes away for A (cut) and for everyone (stopped).
+  const auto cut_at = Clock::now();
+  proxy.cut();
+  ASSERT_TRUE(sv.stop(*etcd).ok());
+  while (!a.generator->fenced() && ms_since(cut_at) < 5000) sleep_ms(10);
+  ASSERT_TRUE(a.generator->fenced())
+      << "node A still issues " << ms_since(cut_at) << " ms after losing etcd";
+  sleep_ms(100);  // a call in flight at the fence finishes
+  const auto a_last = a.last();
+  EXPECT_LT(ms_between(cut_at, a_last), kTtlMs) << "node A issued past its TTL";
+
+  // etcd back with its data; A stays cut off. The slot frees when A's lease expires, a
+  // full TTL after etcd came back.
+  const auto restart_at = Clock::now();
+  ASSERT_TRUE(sv.restart(*etcd).ok());
+  auto watcher = open_at(etcd->url, options);
+  ASSERT_TRUE(watcher);
+  for (;;) {
+    Result<std::vector<SlotStatus>> listed = watcher->status();
+    ASSERT_TRUE(listed.ok()) << listed.status().to_string();
+    const bool held = std::any_of(listed->begin(), listed->end(),
+                                  [&](const SlotStatus& s) { return s.slot == a.lease.slot; });
+    if (!held) break;
+    ASSERT_LT(ms_since(restart_at), 10'000) << "A's slot was never freed";
+    sleep_ms(50);
+  }
+  EXPECT_GE(ms_since(restart_at), kTtlMs - 100);
+
+  Node b;
+  started = b.start(etcd->url, options, "node-b:1", *fields, layout);
+  ASSERT_TRUE(started.ok()) << started.to_string();
+  EXPECT_EQ(b.lease.slot, a.lease.slot);  // the same worker id: only time keeps IDs apart
+  EXPECT_GT(b.lease.high_water_ms, 0);
+  sleep_ms(1000);
+
+  // The cut heals: A's next renew finds its lease gone and A stays fenced for good.
+  proxy.heal();
+  const auto healed_at = Clock::now();
+  while (a.keeper->state() != coord::LeaseState::kLost && ms_since(healed_at) < 5000) {
+    sleep_ms(20);
+  }
+  EXPECT_EQ(a.keeper->state(), coord::LeaseState::kLost) << a.keeper->status().last_error;
+  sleep_ms(500);
+  EXPECT_TRUE(a.generator->fenced());
+  EXPECT_FALSE(b.generator->fenced());
+  a.finish();
+  b.finish();
+
+  EXPECT_EQ(a.last(), a_last) << "node A issued again after it fenced";
+  ASSERT_FALSE(a.ids.empty());
+  ASSERT_FALSE(b.ids.empty());
+  EXPECT_LT(a_last, b.first_ok);
+  // B starts above A's stored mark, so all of B's IDs sort after all of A's.
+  EXPECT_LT(*std::max_element(a.ids.begin(), a.ids.end()),
+            *std::min_element(b.ids.begin(), b.ids.end()));
+  std::set<uint64_t> all(a.ids.begin(), a.ids.end());
+  all.insert(b.ids.begin(), b.ids.end());
+  EXPECT_EQ(all.size(), a.ids.size() + b.ids.size()) << "duplicate IDs";
+  EXPECT_TRUE(sv.stop(*etcd).ok());
+}
+
+}  // namespace
+}  // namespace idforge::integration
