@@ -56,6 +56,13 @@ struct TagInfo {
 // Validates a tag name; the error says which character or length is wrong.
 Status validate_tag_name(std::string_view name);
 
+// The largest step a tag may have.
+inline constexpr uint64_t kMaxSegmentStep = 1'000'000'000;
+// InvalidArgument unless 1 <= step <= kMaxSegmentStep.
+Status validate_step(uint64_t step);
+// The NotFound every store returns for an unknown tag, with the command that makes it.
+Status unknown_tag(std::string_view tag);
+
 class SegmentStore : public RangeSource {
  public:
   // AlreadyExists if the tag exists; InvalidArgument for a bad name, start or step.

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "idforge/quote.h"
 #include "idforge/time_format.h"
 
 namespace idforge {
@@ -29,29 +30,7 @@ bool valid_field_name(std::string_view name) {
                      [](char c) { return is_lower(c) || is_digit(c) || c == '_'; });
 }
 
-// User text goes into error messages that end up in logs and JSON; keep them printable
-// and short so that a hostile spec cannot flood or garble either.
-std::string quote(std::string_view text) {
-  constexpr size_t kMaxQuoted = 64;
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kMaxQuoted; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  if (text.size() > kMaxQuoted) out += "...";
-  out += '"';
-  return out;
-}
+std::string quote(std::string_view text) { return quote_text(text, '"'); }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -19,4 +19,18 @@ Status validate_tag_name(std::string_view name) {
   return Status::Ok();
 }
 
+Status validate_step(uint64_t step) {
+  if (step < 1 || step > kMaxSegmentStep) {
+    return Status::InvalidArgument("step must be from 1 to " + std::to_string(kMaxSegmentStep) +
+                                   ", got " + std::to_string(step));
+  }
+  return Status::Ok();
+}
+
+Status unknown_tag(std::string_view tag) {
+  const std::string name(tag);
+  return Status::NotFound("unknown tag '" + name + "' (create it with: idforge tag create " + name +
+                          ")");
+}
+
 }  // namespace idforge

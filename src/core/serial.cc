@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "idforge/quote.h"
 #include "idforge/time_format.h"
 
 namespace idforge {
@@ -33,23 +34,7 @@ bool is_printable(char c) { return c >= 0x20 && c < 0x7f; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-// The template goes into error messages that end up in logs and JSON; keep it printable
-// and short (a rejected template can be any length).
-std::string quote(std::string_view text) {
-  constexpr size_t kMaxQuoted = 160;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kMaxQuoted; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (is_printable(text[i]) && c != '\'' && c != '\\') {
-      out += text[i];
-    } else {
-      out += hex_byte(c);
-    }
-  }
-  if (text.size() > kMaxQuoted) out += "...";
-  out += '\'';
-  return out;
-}
+std::string quote(std::string_view text) { return quote_text(text, '\'', 160); }
 
 // How a character is named in a message: 'x', or \x0a for one that would not print.
 std::string describe(char c) {

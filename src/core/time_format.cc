@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "idforge/quote.h"
+
 namespace idforge {
 namespace {
 
@@ -81,29 +83,7 @@ void append_padded(std::string& out, int64_t value, int width) {
   while (n > 0) out += digits[--n];
 }
 
-// User text goes into error messages that end up in logs and JSON; keep them printable
-// and short.
-std::string quote(std::string_view text) {
-  constexpr size_t kMaxQuoted = 64;
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kMaxQuoted; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  if (text.size() > kMaxQuoted) out += "...";
-  out += '"';
-  return out;
-}
+std::string quote(std::string_view text) { return quote_text(text, '"'); }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "idforge/quote.h"
 #include "idforge/time_format.h"
 
 namespace idforge {
@@ -21,27 +22,6 @@ constexpr int32_t kSecondsPerHour = 3600;
 // overflow.
 constexpr int32_t kMinUtcOffset = -89999;
 constexpr int32_t kMaxUtcOffset = 93599;
-
-// Zone names and rules go into error messages that end up in logs and JSON; keep them
-// printable and short.
-std::string quote(std::string_view text) {
-  constexpr size_t kMaxQuoted = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kMaxQuoted; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  if (text.size() > kMaxQuoted) out += "...";
-  out += '\'';
-  return out;
-}
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -300,7 +280,7 @@ class TzifParser {
 
  private:
   Status error(std::string_view why) const {
-    return Status::InvalidArgument("time zone file " + quote(name_) + ": " + std::string(why));
+    return Status::InvalidArgument("time zone file " + quote_text(name_) + ": " + std::string(why));
   }
   Status truncated(uint64_t needed) const {
     return error("truncated at byte " + std::to_string(in_.pos()) + " (needs " +
@@ -419,7 +399,7 @@ Result<std::shared_ptr<const TimeZone::Rules>> TzifParser::parse() {
   if (!footer.empty()) {
     PosixParser p(footer);
     std::optional<PosixRule> rule = p.parse();
-    if (!rule) return error("footer rule " + quote(footer) + ": " + p.error());
+    if (!rule) return error("footer rule " + quote_text(footer) + ": " + p.error());
     rules->rule = *rule;
   }
   return std::shared_ptr<const TimeZone::Rules>(std::move(rules));
@@ -443,7 +423,7 @@ std::string format_offset(int32_t seconds) {
 Result<TimeZone> TimeZone::fixed(std::string_view text) {
   if (text == "UTC" || text == "Z") return TimeZone();
   auto bad = [&]() {
-    return Status::InvalidArgument("time zone " + quote(text) +
+    return Status::InvalidArgument("time zone " + quote_text(text) +
                                    " is not UTC, Z or an offset like +08:00, -0530 or +08");
   };
   auto two_digits = [&](size_t at, int* v) {
@@ -459,7 +439,7 @@ Result<TimeZone> TimeZone::fixed(std::string_view text) {
     if (!two_digits(at, &minutes) || text.size() != at + 2) return bad();
   }
   if (hours > 23 || minutes > 59) {
-    return Status::InvalidArgument("time zone " + quote(text) + " is outside -23:59..+23:59");
+    return Status::InvalidArgument("time zone " + quote_text(text) + " is outside -23:59..+23:59");
   }
   const int32_t seconds = (text[0] == '-' ? -1 : 1) * (hours * kSecondsPerHour + minutes * 60);
   return TimeZone(format_offset(seconds), seconds, nullptr);
@@ -469,7 +449,7 @@ Result<TimeZone> TimeZone::from_posix_tz(std::string_view rule) {
   PosixParser p(rule);
   std::optional<PosixRule> parsed = p.parse();
   if (!parsed) {
-    return Status::InvalidArgument("POSIX TZ rule " + quote(rule) + ": " + p.error());
+    return Status::InvalidArgument("POSIX TZ rule " + quote_text(rule) + ": " + p.error());
   }
   if (!parsed->has_dst) return TimeZone(std::string(rule), parsed->std_offset, nullptr);
   auto rules = std::make_shared<Rules>();

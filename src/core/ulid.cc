@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base32.h"
+#include "idforge/quote.h"
 #include "idforge/random.h"
 
 namespace idforge {
@@ -11,29 +12,8 @@ namespace {
 constexpr size_t kUlidLength = 26;
 constexpr int64_t kMaxUnixMs = (int64_t{1} << 48) - 1;
 
-// Error messages echo the input, which may come off the network: keep it short and
-// printable so it cannot break a log line or a RESP "-ERR" reply.
-std::string quote(std::string_view text) {
-  constexpr char kHex[] = "0123456789abcdef";
-  constexpr size_t kMaxShown = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out.push_back('\'');
-  return out;
-}
-
 Status invalid(std::string_view text, const std::string& why) {
-  return Status::InvalidArgument("ULID " + quote(text) + ": " + why);
+  return Status::InvalidArgument("ULID " + quote_text(text) + ": " + why);
 }
 
 }  // namespace
@@ -59,19 +39,20 @@ Result<Ulid> Ulid::parse(std::string_view text) {
     if (base32::crockford_value(c) >= 0) continue;
     std::string where = " at position " + std::to_string(i + 1) + " of 26";
     if (base32::is_excluded_letter(c)) {
-      return invalid(text, "invalid character " + quote(std::string_view(&c, 1)) + where +
+      return invalid(text, "invalid character " + quote_text(std::string_view(&c, 1)) + where +
                                " (Crockford base32 has no I, L, O or U)");
     }
-    return invalid(text, "invalid character " + quote(std::string_view(&c, 1)) + where +
+    return invalid(text, "invalid character " + quote_text(std::string_view(&c, 1)) + where +
                              " (not in Crockford base32 0-9 A-Z without I L O U)");
   }
   if (base32::crockford_value(text[0]) > 7) {
-    return invalid(text, "first character " + quote(text.substr(0, 1)) +
+    return invalid(text, "first character " + quote_text(text.substr(0, 1)) +
                              " is above '7', so the value does not fit in 128 bits");
   }
   std::optional<std::array<uint8_t, 16>> bytes =
       base32::decode_128(std::span<const char, 26>(text.data(), 26));
-  if (!bytes) return Status::Internal("ULID " + quote(text) + ": checked text failed to decode");
+  if (!bytes)
+    return Status::Internal("ULID " + quote_text(text) + ": checked text failed to decode");
   return Ulid{*bytes};
 }
 

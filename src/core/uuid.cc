@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "idforge/quote.h"
 #include "idforge/random.h"
 
 namespace idforge {
@@ -23,27 +24,7 @@ constexpr size_t kRandomTailOffset = 12;
 // 100-ns intervals from the Gregorian epoch (1582-10-15) to the Unix epoch.
 constexpr int64_t kGregorianToUnix100ns = 122'192'928'000'000'000;
 
-// Error messages echo the input, which may come off the network: keep it short and
-// printable so it cannot break a log line or a RESP "-ERR" reply.
-std::string quote(std::string_view text) {
-  constexpr size_t kMaxShown = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHexDigits[c >> 4]);
-      out.push_back(kHexDigits[c & 15]);
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out.push_back('\'');
-  return out;
-}
-
-std::string show_char(char c) { return quote(std::string_view(&c, 1)); }
+std::string show_char(char c) { return quote_text(std::string_view(&c, 1)); }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -65,7 +46,7 @@ bool starts_with_ignore_case(std::string_view text, std::string_view prefix) {
 }
 
 Status invalid(std::string_view text, const std::string& why) {
-  return Status::InvalidArgument("UUID " + quote(text) + ": " + why);
+  return Status::InvalidArgument("UUID " + quote_text(text) + ": " + why);
 }
 
 // Decodes `body` (canonical when `dashed`, else 32 hex digits), which starts at

@@ -36,7 +36,6 @@ constexpr size_t kMaxConnections = 4;
 // A connection the server closed while it sat idle fails at once; a slower failure is
 // a server in trouble, and retrying would only double the caller's wait.
 constexpr auto kStaleFailure = std::chrono::milliseconds(500);
-constexpr uint64_t kMaxStep = 1'000'000'000;
 constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 constexpr const char* kColumns = "tag, max_id, step, description, serial_template, updated_at";
@@ -71,19 +70,6 @@ constexpr const char* kSetStepSql =
 int64_t now_unix_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-Status not_found(std::string_view tag) {
-  return Status::NotFound(
-      fmt::format("unknown tag '{}' (create it with: idforge tag create {})", tag, tag));
-}
-
-Status check_step(uint64_t step) {
-  if (step < 1 || step > kMaxStep) {
-    return Status::InvalidArgument(
-        fmt::format("step must be from 1 to {}, got {}", kMaxStep, step));
-  }
-  return Status::Ok();
 }
 
 // The URL as it may appear in logs and errors: no password, neither in the user part
@@ -438,7 +424,7 @@ Status PostgresStore::create_tag(const TagSpec& spec) {
     return Status::InvalidArgument(
         fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
   }
-  IDFORGE_RETURN_IF_ERROR(check_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
   const std::string doing = fmt::format("creating tag '{}'", spec.name);
   std::string sqlstate;
   Result<Answer> got = run(kInsertSql,
@@ -474,18 +460,18 @@ Result<TagInfo> PostgresStore::get_tag(std::string_view name) {
       run(fmt::format("SELECT {} FROM idforge_segments WHERE tag = $1", kColumns).c_str(),
           {std::string(name)}, fmt::format("reading tag '{}'", name));
   if (!got.ok()) return got.status();
-  if (PQntuples(got->result.get()) == 0) return not_found(name);
+  if (PQntuples(got->result.get()) == 0) return unknown_tag(name);
   return read_row(got->result.get(), 0);
 }
 
 Status PostgresStore::set_step(std::string_view name, uint64_t step) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
-  IDFORGE_RETURN_IF_ERROR(check_step(step));
+  IDFORGE_RETURN_IF_ERROR(validate_step(step));
   Result<Answer> got =
       run(kSetStepSql, {std::to_string(step), std::to_string(now_unix_ms()), std::string(name)},
           fmt::format("setting the step of tag '{}'", name));
   if (!got.ok()) return got.status();
-  if (std::string_view(PQcmdTuples(got->result.get())) == "0") return not_found(name);
+  if (std::string_view(PQcmdTuples(got->result.get())) == "0") return unknown_tag(name);
   return Status::Ok();
 }
 

@@ -33,7 +33,6 @@ namespace {
 constexpr int kConnectTimeoutMs = 3000;
 constexpr int kCommandTimeoutMs = 5000;
 constexpr size_t kMaxConnections = 4;
-constexpr uint64_t kMaxStep = 1'000'000'000;
 constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 constexpr std::string_view kKeyPrefix = "idforge:seg:";
 constexpr std::string_view kTagSetKey = "idforge:tags";
@@ -78,19 +77,6 @@ constexpr const char* kScripts[kScriptCount] = {kAllocateLua, kCreateLua, kSetSt
 int64_t now_unix_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-Status not_found(std::string_view tag) {
-  return Status::NotFound(
-      fmt::format("unknown tag '{}' (create it with: idforge tag create {})", tag, tag));
-}
-
-Status check_step(uint64_t step) {
-  if (step < 1 || step > kMaxStep) {
-    return Status::InvalidArgument(
-        fmt::format("step must be from 1 to {}, got {}", kMaxStep, step));
-  }
-  return Status::Ok();
 }
 
 std::string tag_key(std::string_view tag) { return std::string(kKeyPrefix) + std::string(tag); }
@@ -144,7 +130,7 @@ Result<Segment> RedisStore::allocate(std::string_view tag, uint64_t step) {
     Result<RedisReplyPtr> got = c.eval(kAllocate, keys, args);
     if (!got.ok()) return got.status();
     const redisReply* r = got->get();
-    if (r->type == REDIS_REPLY_NIL) return not_found(tag);
+    if (r->type == REDIS_REPLY_NIL) return unknown_tag(tag);
     if (r->type == REDIS_REPLY_ERROR) {
       const std::string_view text = reply_text(r);
       if (text.find("overflow") != std::string_view::npos) {
@@ -178,7 +164,7 @@ Status RedisStore::create_tag(const TagSpec& spec) {
     return Status::InvalidArgument(
         fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
   }
-  IDFORGE_RETURN_IF_ERROR(check_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
   const std::vector<std::string> keys = {tag_key(spec.name), std::string(kTagSetKey)};
   const std::vector<std::string> args = {
       spec.name,        std::to_string(spec.start - 1), std::to_string(spec.step),
@@ -214,7 +200,7 @@ Result<TagInfo> RedisStore::read_hash(std::string_view name, const redisReply* r
   bool all_nil = true;
   for (size_t i = 0; i < r->elements; ++i)
     all_nil = all_nil && r->element[i]->type == REDIS_REPLY_NIL;
-  if (all_nil) return not_found(name);
+  if (all_nil) return unknown_tag(name);
   TagInfo info;
   info.name = std::string(name);
   int64_t max_id = -1;
@@ -283,7 +269,7 @@ Result<TagInfo> RedisStore::get_tag(std::string_view name) {
 
 Status RedisStore::set_step(std::string_view name, uint64_t step) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
-  IDFORGE_RETURN_IF_ERROR(check_step(step));
+  IDFORGE_RETURN_IF_ERROR(validate_step(step));
   const std::vector<std::string> keys = {tag_key(name)};
   const std::vector<std::string> args = {std::to_string(step), std::to_string(now_unix_ms())};
   return with_connection([&](RedisConnection& c) -> Status {
@@ -297,7 +283,7 @@ Status RedisStore::set_step(std::string_view name, uint64_t step) {
       return Status::Internal(
           fmt::format("{}: setting the step of tag '{}': unexpected reply", shown_, name));
     }
-    if (r->integer == 0) return not_found(name);
+    if (r->integer == 0) return unknown_tag(name);
     return Status::Ok();
   });
 }

@@ -23,7 +23,6 @@ namespace idforge::store {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
-constexpr uint64_t kMaxStep = 1'000'000'000;
 constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 constexpr const char* kCreateTableSql =
@@ -58,19 +57,6 @@ constexpr const char* kSetStepSql =
 int64_t now_unix_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-Status not_found(std::string_view tag) {
-  return Status::NotFound(
-      fmt::format("unknown tag '{}' (create it with: idforge tag create {})", tag, tag));
-}
-
-Status check_step(uint64_t step) {
-  if (step < 1 || step > kMaxStep) {
-    return Status::InvalidArgument(
-        fmt::format("step must be from 1 to {}, got {}", kMaxStep, step));
-  }
-  return Status::Ok();
 }
 
 struct DbCloser {
@@ -313,7 +299,7 @@ Status SqliteStore::create_tag(const TagSpec& spec) {
     return Status::InvalidArgument(
         fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
   }
-  IDFORGE_RETURN_IF_ERROR(check_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
 
   std::lock_guard lock(mu_);
   StmtUse use(insert_.get());
@@ -357,14 +343,14 @@ Result<TagInfo> SqliteStore::get_tag_locked(std::string_view name) {
   StmtUse use(select_one_.get());
   IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 1, name));
   const int rc = sqlite3_step(use.get());
-  if (rc == SQLITE_DONE) return not_found(name);
+  if (rc == SQLITE_DONE) return unknown_tag(name);
   if (rc != SQLITE_ROW) return error(rc, fmt::format("reading tag '{}'", name));
   return read_row(use.get());
 }
 
 Status SqliteStore::set_step(std::string_view name, uint64_t step) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
-  IDFORGE_RETURN_IF_ERROR(check_step(step));
+  IDFORGE_RETURN_IF_ERROR(validate_step(step));
   std::lock_guard lock(mu_);
   StmtUse use(set_step_.get());
   IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 1, static_cast<int64_t>(step)));
@@ -372,7 +358,7 @@ Status SqliteStore::set_step(std::string_view name, uint64_t step) {
   IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 3, name));
   const int rc = sqlite3_step(use.get());
   if (rc != SQLITE_DONE) return error(rc, fmt::format("setting the step of tag '{}'", name));
-  if (sqlite3_changes(db_.get()) == 0) return not_found(name);
+  if (sqlite3_changes(db_.get()) == 0) return unknown_tag(name);
   return Status::Ok();
 }
 

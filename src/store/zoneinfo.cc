@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "idforge/quote.h"
+
 namespace idforge::store {
 namespace {
 
@@ -26,28 +28,9 @@ bool is_name_char(char c) {
          c == '_' || c == '-' || c == '+' || c == '.';
 }
 
-std::string quote(std::string_view text) {
-  constexpr size_t kMaxQuoted = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kMaxQuoted; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  if (text.size() > kMaxQuoted) out += "...";
-  out += '\'';
-  return out;
-}
-
 Status check_name(std::string_view name) {
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument("time zone " + quote(name) + " " + std::string(why));
+    return Status::InvalidArgument("time zone " + quote_text(name) + " " + std::string(why));
   };
   if (name.empty())
     return bad("is empty; expected UTC, an offset like +08:00 or a name like Asia/Shanghai");
@@ -75,7 +58,7 @@ Result<FileRead> read_zone_file(const std::string& path, std::string_view name) 
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return FileRead{};
-    return Status::IoError("time zone " + quote(name) + ": cannot open " + path + ": " +
+    return Status::IoError("time zone " + quote_text(name) + ": cannot open " + path + ": " +
                            std::strerror(errno));
   }
   struct Closer {
@@ -85,16 +68,16 @@ Result<FileRead> read_zone_file(const std::string& path, std::string_view name) 
 
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    return Status::IoError("time zone " + quote(name) + ": cannot stat " + path + ": " +
+    return Status::IoError("time zone " + quote_text(name) + ": cannot stat " + path + ": " +
                            std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("time zone " + quote(name) +
+    return Status::InvalidArgument("time zone " + quote_text(name) +
                                    " is a directory of zones, not a zone (e.g. " +
                                    std::string(name) + "/...)");
   }
   if (!S_ISREG(st.st_mode) || st.st_size > kMaxFileSize) {
-    return Status::InvalidArgument("time zone " + quote(name) + ": " + path +
+    return Status::InvalidArgument("time zone " + quote_text(name) + ": " + path +
                                    " is not a zoneinfo file");
   }
   FileRead out;
@@ -105,7 +88,7 @@ Result<FileRead> read_zone_file(const std::string& path, std::string_view name) 
     const ssize_t n = ::read(fd, out.bytes.data() + done, out.bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      return Status::IoError("time zone " + quote(name) + ": cannot read " + path + ": " +
+      return Status::IoError("time zone " + quote_text(name) + ": cannot read " + path + ": " +
                              std::strerror(errno));
     }
     if (n == 0) break;  // shrank while reading; the parser reports truncation
@@ -136,7 +119,7 @@ Result<TimeZone> load_time_zone(std::string_view name) {
   }
   std::string where;
   for (const std::string& dir : dirs) where += (where.empty() ? "" : " or ") + dir;
-  return Status::NotFound("time zone " + quote(name) + " not found in " + where +
+  return Status::NotFound("time zone " + quote_text(name) + " not found in " + where +
                           " (expected UTC, an offset like +08:00 or an IANA name like "
                           "Asia/Shanghai)");
 }
