@@ -77,5 +77,8 @@ class WorkerRegistry {
 // "all 1024 worker slots (2^10: datacenter 5 bits + worker 5 bits) are taken" with
 // the layout name, for every backend's exhaustion error.
 Status all_slots_taken(const SlotSpace& space, const std::string& layout_name);
+// InvalidArgument unless `slot` is inside the space: "slot 4096 is out of range: layout
+// twitter has slots 0 to 1023".
+Status check_slot(const SlotSpace& space, uint64_t slot, const std::string& layout_name);
 
 }  // namespace idforge

@@ -117,12 +117,7 @@ class EtcdRegistry final : public WorkerRegistry {
 };
 
 Status EtcdRegistry::check_slot(uint64_t slot) const {
-  if (slot >= options_.space.slots()) {
-    return Status::InvalidArgument(
-        fmt::format("slot {} is out of range: layout {} has slots 0 to {}", slot,
-                    options_.layout_name, options_.space.slots() - 1));
-  }
-  return Status::Ok();
+  return idforge::check_slot(options_.space, slot, options_.layout_name);
 }
 
 Result<int64_t> EtcdRegistry::lease_id(const Lease& lease) const {

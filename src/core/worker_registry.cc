@@ -11,4 +11,11 @@ Status all_slots_taken(const SlotSpace& space, const std::string& layout_name) {
       ") are taken; free one with `idforge worker release` or use a layout with more node bits");
 }
 
+Status check_slot(const SlotSpace& space, uint64_t slot, const std::string& layout_name) {
+  if (slot < space.slots()) return Status::Ok();
+  return Status::InvalidArgument("slot " + std::to_string(slot) + " is out of range: layout " +
+                                 layout_name + " has slots 0 to " +
+                                 std::to_string(space.slots() - 1));
+}
+
 }  // namespace idforge
