@@ -95,22 +95,6 @@ void wait_until_tick_passed(const SnowflakeGenerator& generator) {
   if (now < free_from_ms) clock.wait_until_ms(free_from_ms, free_from_ms - now + kSlackMs);
 }
 
-// The generator refuses a batch that would take it too far ahead of the clock (the
-// drift budget, or a tick's sequence, used up) once it has waited max_wait_ms. A
-// one-shot run has nobody waiting on its latency, so it lets the clock catch up and
-// asks again: a refused batch leaves only gaps, never a repeat (all or nothing).
-Status next_batch_patiently(SnowflakeGenerator& generator, std::span<uint64_t> out) {
-  constexpr int kAttempts = 3;
-  Status made;
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    made = generator.next_batch(out);
-    if (made.ok() || made.code() != StatusCode::kResourceExhausted) break;
-    if (generator.last_unix_ms() == 0) break;  // the time field ran out before the first ID
-    wait_until_tick_passed(generator);
-  }
-  return made;
-}
-
 int run_next(const CLI::App& cmd, const NextFlags& flags) {
   Result<uint64_t> count = parse_count(flags.count);
   if (!count.ok()) return fail(count.status());
@@ -156,7 +140,7 @@ int run_next(const CLI::App& cmd, const NextFlags& flags) {
   int status = kExitOk;
   for (uint64_t left = *count; left > 0;) {
     std::span<uint64_t> batch(ids.data(), std::min<size_t>(left, ids.size()));
-    Status made = next_batch_patiently(*generator, batch);
+    Status made = generator->next_batch(batch);
     if (!made.ok()) {
       out.flush();
       status = fail(made);
