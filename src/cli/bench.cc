@@ -90,28 +90,7 @@ class SnowflakeWorkload final : public Workload {
       : gen_(std::move(gen)), batch_(batch) {}
 
   void run(std::atomic<bool>& stop, Tally& tally) override {
-    if (batch_) {
-      std::array<uint64_t, kBatch> out{};
-      drive<U64Order>(stop, tally, [&](U64Order& order, Status& error) -> uint64_t {
-        Status s = gen_->next_batch(out);
-        if (!s.ok()) {
-          error = std::move(s);
-          return 0;
-        }
-        order.see_run(out);
-        return out.size();
-      });
-      return;
-    }
-    drive<U64Order>(stop, tally, [this](U64Order& order, Status& error) -> uint64_t {
-      Result<uint64_t> id = gen_->next();
-      if (!id.ok()) {
-        error = id.status();
-        return 0;
-      }
-      order.see(*id);
-      return 1;
-    });
+    drive_u64_generator<kBatch>(*gen_, batch_, stop, tally);
   }
 
   bool may_revisit() const override { return gen_->policy() == RollbackPolicy::kRing; }

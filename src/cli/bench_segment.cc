@@ -52,28 +52,7 @@ class SegmentWorkload final : public Workload {
   }
 
   void run(std::atomic<bool>& stop, Tally& tally) override {
-    if (batch_) {
-      std::array<uint64_t, kSegmentBatch> out{};
-      drive<U64Order>(stop, tally, [&](U64Order& order, Status& error) -> uint64_t {
-        Status s = buffer_->next_batch(out);
-        if (!s.ok()) {
-          error = std::move(s);
-          return 0;
-        }
-        order.see_run(out);
-        return out.size();
-      });
-      return;
-    }
-    drive<U64Order>(stop, tally, [this](U64Order& order, Status& error) -> uint64_t {
-      Result<uint64_t> id = buffer_->next();
-      if (!id.ok()) {
-        error = id.status();
-        return 0;
-      }
-      order.see(*id);
-      return 1;
-    });
+    drive_u64_generator<kSegmentBatch>(*buffer_, batch_, stop, tally);
   }
 
  private:

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "idforge/snowflake.h"
 #include "idforge/status.h"
@@ -139,6 +140,34 @@ class Workload {
 };
 
 using WorkloadResult = Result<std::unique_ptr<Workload>>;
+
+// Drives any 64-bit generator with `Result<uint64_t> next()` and
+// `Status next_batch(std::span<uint64_t>)`: one ID per call, or batches of kN.
+template <size_t kN, typename Gen>
+void drive_u64_generator(Gen& gen, bool batch, std::atomic<bool>& stop, Tally& tally) {
+  if (batch) {
+    std::array<uint64_t, kN> out{};
+    drive<U64Order>(stop, tally, [&](U64Order& order, Status& error) -> uint64_t {
+      Status s = gen.next_batch(out);
+      if (!s.ok()) {
+        error = std::move(s);
+        return 0;
+      }
+      order.see_run(out);
+      return out.size();
+    });
+    return;
+  }
+  drive<U64Order>(stop, tally, [&](U64Order& order, Status& error) -> uint64_t {
+    Result<uint64_t> id = gen.next();
+    if (!id.ok()) {
+      error = id.status();
+      return 0;
+    }
+    order.see(*id);
+    return 1;
+  });
+}
 
 // Segment IDs from a SegmentBuffer over an in-memory source (the buffer's own cost) or
 // over a real SQLite store in a temporary directory (prefetch hiding the store).
