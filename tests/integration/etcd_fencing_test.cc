@@ -25,6 +25,7 @@
 #include "idforge/snowflake.h"
 #include "idforge/worker_registry.h"
 #include "integration/services.h"
+#include "integration/tcp_proxy.h"
 
 namespace idforge::integration {
 namespace {
@@ -54,121 +55,6 @@ std::unique_ptr<WorkerRegistry> open_at(const std::string& url, const RegistryOp
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return r.ok() ? std::move(r).value() : nullptr;
 }
-
-// Forwards 127.0.0.1:port() to an upstream port until cut(): then it drops every
-// connection and accepts new ones only to close them, as a node cut off from etcd sees.
-class CuttableProxy {
- public:
-  explicit CuttableProxy(int upstream_port) : upstream_port_(upstream_port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = loopback(0);
-    socklen_t len = sizeof(addr);
-    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(listen_fd_, 64) != 0 ||
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "proxy: cannot listen";
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~CuttableProxy() {
-    done_ = true;
-    if (thread_.joinable()) thread_.join();
-    for (auto& [a, b] : pairs_) close_pair(a, b);
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-  }
-  CuttableProxy(const CuttableProxy&) = delete;
-  CuttableProxy& operator=(const CuttableProxy&) = delete;
-
-  int port() const { return port_; }
-  void cut() { cut_ = true; }
-  void heal() { cut_ = false; }
-
- private:
-  static sockaddr_in loopback(int port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    return addr;
-  }
-  static void close_pair(int a, int b) {
-    ::close(a);
-    ::close(b);
-  }
-  // Copies what `from` has to `to`; false when either side is done.
-  static bool pump(int from, int to) {
-    char buf[16384];
-    const ssize_t n = ::read(from, buf, sizeof(buf));
-    if (n <= 0) return false;
-    for (ssize_t sent = 0; sent < n;) {
-      const ssize_t w = ::write(to, buf + sent, static_cast<size_t>(n - sent));
-      if (w <= 0) return false;
-      sent += w;
-    }
-    return true;
-  }
-
-  // One thread, poll(): etcd's answers here are small, so a blocking write is fine.
-  void loop() {
-    while (!done_) {
-      if (cut_) {
-        for (auto& [a, b] : pairs_) close_pair(a, b);
-        pairs_.clear();
-      }
-      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
-      for (auto& [a, b] : pairs_) {
-        fds.push_back({a, POLLIN, 0});
-        fds.push_back({b, POLLIN, 0});
-      }
-      if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
-      std::vector<std::pair<int, int>> alive;
-      for (size_t i = 0; i < pairs_.size(); ++i) {
-        const auto [a, b] = pairs_[i];
-        const short ra = fds[1 + 2 * i].revents;
-        const short rb = fds[2 + 2 * i].revents;
-        bool ok = true;
-        if (ra & (POLLIN | POLLHUP | POLLERR)) ok = pump(a, b);
-        if (ok && (rb & (POLLIN | POLLHUP | POLLERR))) ok = pump(b, a);
-        if (ok) {
-          alive.emplace_back(a, b);
-        } else {
-          close_pair(a, b);
-        }
-      }
-      pairs_ = std::move(alive);
-      // After the pumps: fds has no entry for a pair accepted now.
-      if (fds[0].revents & POLLIN) accept_one();
-    }
-  }
-
-  void accept_one() {
-    const int client = ::accept(listen_fd_, nullptr, nullptr);
-    if (client < 0) return;
-    if (cut_) {
-      ::close(client);
-      return;
-    }
-    const int upstream = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = loopback(upstream_port_);
-    if (upstream < 0 ||
-        ::connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      ::close(client);
-      if (upstream >= 0) ::close(upstream);
-      return;
-    }
-    pairs_.emplace_back(client, upstream);
-  }
-
-  const int upstream_port_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> cut_{false};
-  std::atomic<bool> done_{false};
-  std::vector<std::pair<int, int>> pairs_;  // (client, upstream); the loop's thread only
-  std::thread thread_;
-};
 
 int port_of(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
 
@@ -217,7 +103,7 @@ TEST(EtcdRegistryFencingTest, ACutOffNodeStopsBeforeTheTtlAndASecondNodeNeverRep
   auto& sv = Services::get();
   Result<Server> etcd = sv.start_private(ServerKind::kEtcd, "er-fence");
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
-  CuttableProxy proxy(port_of(etcd->url));
+  TcpProxy proxy(port_of(etcd->url));
   const std::string via_proxy = "etcd://127.0.0.1:" + std::to_string(proxy.port());
   const RegistryOptions options = options_for("fence", kTtlMs);
   const Layout layout = Layout::twitter();

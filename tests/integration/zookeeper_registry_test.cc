@@ -35,6 +35,7 @@
 #include "integration/process.h"
 #include "integration/registry_harness.h"
 #include "integration/services.h"
+#include "integration/tcp_proxy.h"
 
 namespace idforge::integration {
 namespace {
@@ -86,98 +87,6 @@ std::set<uint64_t> taken_slots(WorkerRegistry& registry) {
 bool is_lost(const Status& s) {
   return s.code() == StatusCode::kUnavailable && s.message().find("lost") != std::string::npos;
 }
-
-// A loopback TCP forwarder to one port. cut() drops every connection and refuses new
-// ones until restore(): the client sees its server vanish, the server a silent client.
-class TcpProxy {
- public:
-  explicit TcpProxy(int upstream_port) : upstream_port_(upstream_port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = loopback(0);
-    socklen_t len = sizeof(addr);
-    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(listen_fd_, 16) != 0 ||
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "proxy: cannot listen";
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
-    acceptor_ = std::thread([this] { accept_loop(); });
-  }
-  ~TcpProxy() {
-    stop_ = true;
-    if (acceptor_.joinable()) acceptor_.join();
-    std::lock_guard lock(mu_);
-    for (std::thread& t : pumps_) t.join();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-  }
-  TcpProxy(const TcpProxy&) = delete;
-  TcpProxy& operator=(const TcpProxy&) = delete;
-
-  int port() const { return port_; }
-  void cut() { cut_ = true; }
-  void restore() { cut_ = false; }
-
- private:
-  static sockaddr_in loopback(int port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    return addr;
-  }
-
-  void accept_loop() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      const int client = ::accept(listen_fd_, nullptr, nullptr);
-      if (client < 0) continue;
-      const int server = cut_ ? -1 : ::socket(AF_INET, SOCK_STREAM, 0);
-      const sockaddr_in addr = loopback(upstream_port_);
-      if (server < 0 ||
-          ::connect(server, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-        if (server >= 0) ::close(server);
-        ::close(client);
-        continue;
-      }
-      std::lock_guard lock(mu_);
-      pumps_.emplace_back([this, client, server] { pump(client, server); });
-    }
-  }
-
-  // Copies both ways until either side closes, or cut() or the destructor ends it.
-  void pump(int a, int b) {
-    char buf[16384];
-    while (!stop_ && !cut_) {
-      pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
-      if (::poll(p, 2, 50) <= 0) continue;
-      bool open = true;
-      for (int i = 0; i < 2 && open; ++i) {
-        if (p[i].revents == 0) continue;
-        const ssize_t n = ::recv(p[i].fd, buf, sizeof(buf), 0);
-        open = n > 0;
-        for (ssize_t off = 0; open && off < n;) {
-          const ssize_t w = ::send(p[1 - i].fd, buf + off, n - off, MSG_NOSIGNAL);
-          open = w > 0;
-          off += w;
-        }
-      }
-      if (!open) break;
-    }
-    ::close(a);
-    ::close(b);
-  }
-
-  int upstream_port_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> cut_{false};
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::vector<std::thread> pumps_;
-};
 
 class ZookeeperRegistryTest : public ::testing::Test {
  protected:
@@ -477,7 +386,7 @@ TEST_F(ZookeeperRegistryTest, AnExpiredSessionLosesTheLeaseAndANewOneIsOpened) {
   EXPECT_FALSE(is_lost(renewed)) << renewed.to_string();
   // The server expires the silent session and deletes its node.
   ASSERT_TRUE(eventually([&] { return taken_slots(*watcher).empty(); }, lease->ttl_ms + 3000));
-  proxy.restore();
+  proxy.heal();
   ASSERT_TRUE(eventually([&] { return is_lost(reg->renew(*lease, unix_ms())); }, 10'000))
       << reg->renew(*lease, unix_ms()).to_string();
   // The same registry opens a new session for the next acquire.
@@ -535,7 +444,7 @@ TEST_F(ZookeeperRegistryTest, ALeaseKeeperFencesItsGeneratorBeforeTheSlotIsFreed
   auto taker = watcher->acquire("other:1");
   ASSERT_TRUE(taker.ok()) << taker.status().to_string();
   EXPECT_EQ(taker->slot, lease->slot);
-  proxy.restore();
+  proxy.heal();
   EXPECT_TRUE(eventually([&] { return keeper.state() == coord::LeaseState::kLost; }, 10'000))
       << coord::lease_state_name(keeper.state()) << ": " << keeper.status().last_error;
   EXPECT_FALSE((*gen)->next().ok());
