@@ -1,0 +1,154 @@
+// IdService: everything the server hands out, behind one facade the protocol adapters
+// call (DESIGN.md section 6). It owns the Snowflake generator on a worker-id lease (and
+// takes a new lease if the old one is lost), one SegmentBuffer per tag over the segment
+// store(s), the UUIDv7 and ULID generators, and the metrics. No protocol code lives
+// here; no ID logic lives in the adapters.
+//
+// Thread-safety: every method may be called from any thread. Methods marked "never
+// blocks" are for I/O threads; the others may wait on a store or coordinator and run
+// on the worker pool (Session::Next::kBlocking).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "coord/lease_keeper.h"
+#include "idforge/layout.h"
+#include "idforge/segment_buffer.h"
+#include "idforge/segment_store.h"
+#include "idforge/snowflake.h"
+#include "idforge/status.h"
+#include "idforge/time_zone.h"
+#include "idforge/ulid.h"
+#include "idforge/uuid.h"
+#include "server/metrics.h"
+
+namespace idforge::server {
+
+inline constexpr uint64_t kDefaultMaxCount = 10'000;
+
+struct ServiceConfig {
+  // Snowflake.
+  Layout layout = Layout::twitter();
+  std::string layout_label = "twitter";  // as the user wrote it, for messages
+  RollbackPolicy policy = RollbackPolicy::kLogical;
+  int64_t max_drift_ms = 1000;
+  int64_t max_wait_ms = 5;
+  // State and backends.
+  std::string data_dir = "./idforge-data";
+  std::vector<std::string> store_urls;  // empty: sqlite:<data_dir>/segments.db
+  std::string registry_url;             // empty: local:<data_dir>/workers
+  std::string identity;                 // empty: <hostname>:serve
+  // Requests.
+  uint64_t max_count = kDefaultMaxCount;  // most IDs one request may ask for
+  int64_t segment_wait_ms = 1000;         // longest a request waits for a segment
+  uint64_t max_step = 1'000'000;          // upper bound of a tag's dynamic step
+  std::string serial_zone;                // time zone of serial dates; empty: UTC
+  std::string admin_token;                // empty: admin routes are off
+};
+
+// A request's count: "" means 1; otherwise 1..max_count. InvalidArgument (not a number,
+// 0, negative) or OutOfRange (above the limit), naming the limit.
+Result<uint64_t> parse_request_count(std::string_view text, uint64_t max_count);
+// A decimal 64-bit ID. InvalidArgument naming the text.
+Result<uint64_t> parse_id(std::string_view text);
+
+// One tag's buffers as the status view and /metrics show them.
+struct TagStatus {
+  std::string tag;
+  SegmentBufferStats stats;
+};
+
+struct ServiceStatus {
+  std::string layout_label;
+  std::string layout_spec;
+  std::string policy;
+  // Lease.
+  bool has_lease = false;
+  Lease lease;                // valid when has_lease
+  coord::KeeperStatus keeper; // state, since_renew_ms, ...
+  double lease_seconds_left = 0;  // until the coordinator may expire it (ttl - since renew)
+  uint64_t leases_taken = 0;      // 1 at start, +1 per re-acquire after a lost lease
+  // Snowflake generator.
+  bool fenced = false;
+  int64_t clock_offset_ms = 0;  // how far the last issued tick runs ahead of the clock
+  SnowflakeCounters counters;
+  int64_t time_left_ms = 0;     // until the layout's time field runs out
+  // Segments.
+  bool segments_ok = false;     // the store answered the last time it was asked
+  std::string segments_error;
+  std::vector<TagStatus> tags;  // tags with buffers (requested since start)
+  int64_t uptime_ms = 0;
+};
+
+// Kinds of IDs, for metrics.
+enum class IdKind { kSnowflake, kSegment, kUuid7, kUlid, kSerial };
+inline constexpr int kIdKinds = 5;
+std::string_view id_kind_name(IdKind kind);
+
+class IdService {
+ public:
+  // Opens the stores, acquires the lease (waiting out its start delay), builds the
+  // generators. Errors name the setting at fault.
+  static Result<std::unique_ptr<IdService>> start(ServiceConfig config);
+  ~IdService();  // stop()
+  IdService(const IdService&) = delete;
+  IdService& operator=(const IdService&) = delete;
+
+  // Fences the generator and releases the lease. Idempotent.
+  Status stop();
+
+  const ServiceConfig& config() const { return config_; }
+  Metrics& metrics() { return metrics_; }
+
+  // Snowflake IDs; never blocks longer than the policy's max_wait_ms.
+  Status snowflake(std::span<uint64_t> out);
+
+  // Segment IDs of `tag` without waiting: fills from the front of `out` and returns how
+  // many it filled; fewer than out.size() means the rest must come from segment()
+  // (a store round trip). Errors only for what waiting would not fix (bad tag name).
+  // Never blocks.
+  Result<size_t> try_segment(std::string_view tag, std::span<uint64_t> out);
+  // Segment IDs of `tag`, waiting up to segment_wait_ms for the store. NotFound for an
+  // unknown tag. May block.
+  Status segment(std::string_view tag, std::span<uint64_t> out);
+
+  // Never block.
+  void uuid7(std::span<Uuid> out);
+  void ulid(std::span<Ulid> out);
+
+  // The next serial of `tag` from its template (tag create --template). May block.
+  // FailedPrecondition-like InvalidArgument when the tag has no template.
+  Result<std::string> serial(std::string_view tag);
+
+  // Layouts by name: "" is the service's own, else a preset name or a custom spec.
+  Result<Layout> layout_named(std::string_view name) const;
+
+  // Admin; may block.
+  Result<TagInfo> create_tag(const TagSpec& spec);
+  Result<std::vector<TagInfo>> list_tags();
+  Result<TagInfo> set_step(std::string_view tag, uint64_t step);
+
+  // Never blocks (reads atomics and takes short locks).
+  ServiceStatus status() const;
+  // Ready = holds a lease that is not fenced, and the segment store answered last time.
+  bool ready(std::string* why) const;
+
+ private:
+  struct Impl;
+  explicit IdService(ServiceConfig config);
+
+  ServiceConfig config_;
+  Metrics metrics_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace idforge::server

@@ -1,0 +1,76 @@
+// Metrics: the counters and histograms /metrics exposes (Prometheus text format 0.0.4).
+// Recording is lock-free (relaxed atomics) so the I/O threads can count every request.
+//
+//   metrics.record_request(Route::kSnowflake, 200, elapsed_seconds);
+//   metrics.record_ids(IdKind::kSnowflake, 100);
+//   std::string text = render_metrics(service);   // the /metrics body
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace idforge::server {
+
+class IdService;
+enum class IdKind;
+
+// Every route either front end serves, as a label. RESP commands are routes too.
+enum class Route {
+  kSnowflake,
+  kSegment,
+  kUuid7,
+  kUlid,
+  kSerial,
+  kDecode,
+  kCompose,
+  kLeafSegment,
+  kLeafSnowflake,
+  kAdmin,
+  kStatus,
+  kMetrics,
+  kHealth,
+  kWeb,
+  kRespOther,  // PING, HELLO, INFO, COMMAND, QUIT
+  kNotFound,   // no such route or command
+  kCount_,
+};
+std::string_view route_name(Route route);
+
+// Latency buckets (seconds) of the request histogram.
+inline constexpr std::array<double, 12> kLatencyBuckets = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5};
+
+class Metrics {
+ public:
+  static constexpr int kProtocols = 2;  // 0 = http, 1 = resp
+  // Statuses counted per route: HTTP codes as they are; RESP answers are 200 (ok) or
+  // 400/404/503 by the error's kind.
+  static constexpr std::array<int, 12> kStatuses = {200, 400, 401, 403, 404, 405,
+                                                    408, 413, 414, 431, 500, 503};
+
+  void record_request(int protocol, Route route, int status, double seconds);
+  void record_ids(IdKind kind, uint64_t count);
+
+  uint64_t requests(int protocol, Route route, int status) const;
+  uint64_t ids(IdKind kind) const;
+  uint64_t total_requests() const;
+
+  // Text of every metric: request counters, latency histogram, IDs by kind, and the
+  // service's gauges (lease, clock, buffers, time left).
+  std::string render(const IdService& service) const;
+
+ private:
+  static constexpr int kRoutes = static_cast<int>(Route::kCount_);
+  static constexpr int kStatusSlots = static_cast<int>(kStatuses.size()) + 1;  // + other
+  static constexpr int kBuckets = static_cast<int>(kLatencyBuckets.size()) + 1;  // + Inf
+
+  std::array<std::atomic<uint64_t>, kProtocols * kRoutes * kStatusSlots> requests_{};
+  std::array<std::atomic<uint64_t>, kProtocols * kBuckets> latency_{};
+  std::array<std::atomic<uint64_t>, kProtocols> latency_sum_us_{};
+  std::array<std::atomic<uint64_t>, 8> ids_{};
+};
+
+}  // namespace idforge::server

@@ -1,0 +1,76 @@
+// NetServer: the event-loop runtime under both protocols (DESIGN.md section 6). One
+// io_context per I/O thread (default: one per core), connections spread round-robin
+// over them; a worker pool runs the requests a Session marks kBlocking, so a slow
+// store never stalls an I/O thread. Bounded: bytes pending per connection, idle time,
+// time to finish a started request, connections.
+//
+//   NetServer net(options);
+//   Result<Endpoint> http = net.listen("127.0.0.1:8080", "http", make_http_session);
+//   net.start();            // returns at once; threads run the loops
+//   ...
+//   net.shutdown(grace);    // stop accepting, finish in-flight requests, close
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "idforge/status.h"
+#include "server/session.h"
+
+namespace idforge::server {
+
+struct NetOptions {
+  int io_threads = 0;        // 0: one per core
+  int worker_threads = 4;    // run kBlocking requests (store round trips, admin)
+  int64_t idle_timeout_ms = 60'000;    // no bytes from a connection with nothing pending
+  int64_t request_timeout_ms = 10'000; // a request started but not complete after this
+  size_t max_pending_bytes = 1 << 20;  // unconsumed input per connection; beyond: close
+  size_t max_connections = 10'000;     // beyond: accept and close at once
+};
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const;  // "127.0.0.1:8080", "[::1]:8080"
+};
+
+// "HOST:PORT" with an IPv4 address, "[IPv6]:PORT" or "localhost:PORT"; port 0 picks a
+// free one. InvalidArgument names the text.
+Result<Endpoint> parse_endpoint(std::string_view text);
+
+struct NetStats {
+  uint64_t connections_open = 0;
+  uint64_t connections_total = 0;
+  uint64_t connections_rejected = 0;  // over max_connections
+  uint64_t timeouts = 0;              // closed for idle or slow requests
+  uint64_t oversized = 0;             // closed for max_pending_bytes
+};
+
+class NetServer {
+ public:
+  explicit NetServer(NetOptions options);
+  ~NetServer();  // shutdown(0) if still running
+  NetServer(const NetServer&) = delete;
+  NetServer& operator=(const NetServer&) = delete;
+
+  // Binds and listens (before start()). Returns the bound endpoint (the real port when
+  // 0 was asked). `name` labels the listener in logs and stats ("http", "resp").
+  Result<Endpoint> listen(std::string_view endpoint, std::string name, SessionFactory factory);
+
+  // Starts the I/O and worker threads; returns at once.
+  Status start();
+  // Stops accepting, lets in-flight requests finish and their answers be written for at
+  // most `grace`, closes every connection and joins the threads. Idempotent.
+  void shutdown(std::chrono::milliseconds grace);
+
+  NetStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace idforge::server
