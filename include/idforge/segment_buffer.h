@@ -66,6 +66,12 @@ class SegmentBuffer {
   Result<uint64_t> next();
   // Fills `out` with increasing IDs (all or nothing: on error the taken ones are gaps).
   Status next_batch(std::span<uint64_t> out);
+  // Like next_batch but never waits for the store: fills `out` from the front while the
+  // buffers hold IDs and returns how many it filled (fewer than out.size() when both
+  // buffers ran empty; a fetch is then under way). For event loops that must not block:
+  // they take what is there and ask next_batch() for the rest off the loop. Errors only
+  // for what waiting would not fix (unknown tag, exhausted range, shutting down).
+  Result<size_t> try_next_batch(std::span<uint64_t> out);
 
   const std::string& tag() const { return options_.tag; }
   SegmentBufferStats stats() const;
@@ -92,7 +98,9 @@ class SegmentBuffer {
   // Claims up to `want` IDs of the current segment; false sends the caller to the slow
   // path (segment used up, none yet, or a slot being rewritten under a slow reader).
   bool try_take(uint64_t want, Take* out);
-  Status slow_path(uint64_t seen_gen);
+  // Returns Ok when the caller should try again. With may_wait false it never waits:
+  // it sets *would_wait and returns Ok when only waiting would help.
+  Status slow_path(uint64_t seen_gen, bool may_wait = true, bool* would_wait = nullptr);
   void start_fetch_locked();
   void fetch_once(uint64_t step);
   uint64_t next_step_locked(int64_t now_ms);

@@ -10,6 +10,7 @@
 
 #include "idforge/segment_store.h"
 #include "idforge/status.h"
+#include "store/store_set.h"
 
 namespace idforge::cli {
 
@@ -25,17 +26,9 @@ void add_store_flags(CLI::App& cmd, StoreFlags& flags);
 // True when the user gave either flag (so a command that ignores them can say so).
 bool store_flags_given(const CLI::App& cmd);
 
-// One store named on the command line, or why it could not be opened.
-struct OpenedStore {
-  std::string url;
-  std::unique_ptr<SegmentStore> store;  // null when `error` is set
-  Status error;
-};
+using store::OpenedStore;
 
-// Opens every store the flags name, in order. Without --store this is the SQLite file
-// segments.db in the data dir, which is created (mode 0700) when missing. An
-// unparseable URL fails the whole call; a store that cannot be reached comes back
-// with its error, so the caller decides whether the others are enough.
+// store::open_stores over the flags' URLs and data dir.
 Result<std::vector<OpenedStore>> open_stores(const StoreFlags& flags);
 
 // `idforge next --tag`: prints `count` IDs of `tag`, one per line, from a

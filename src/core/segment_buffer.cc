@@ -100,9 +100,24 @@ Status SegmentBuffer::next_batch(std::span<uint64_t> out) {
   return Status::Ok();
 }
 
+Result<size_t> SegmentBuffer::try_next_batch(std::span<uint64_t> out) {
+  size_t filled = 0;
+  while (filled < out.size()) {
+    Take t;
+    if (try_take(std::min<uint64_t>(out.size() - filled, kMaxClaim), &t)) {
+      for (uint64_t i = 0; i < t.count; ++i) out[filled++] = t.first + i * t.stride;
+      continue;
+    }
+    bool would_wait = false;
+    IDFORGE_RETURN_IF_ERROR(slow_path(t.gen, /*may_wait=*/false, &would_wait));
+    if (would_wait) break;
+  }
+  return filled;
+}
+
 // Called when the current segment looked used up (or absent) to a caller that saw
-// generation `seen_gen`. Returns Ok when the caller should try again.
-Status SegmentBuffer::slow_path(uint64_t seen_gen) {
+// generation `seen_gen`.
+Status SegmentBuffer::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wait) {
   std::unique_lock lock(mu_);
   const auto deadline = Steady::now() + std::chrono::milliseconds(options_.wait_ms);
   bool counted = false;
@@ -134,6 +149,10 @@ Status SegmentBuffer::slow_path(uint64_t seen_gen) {
     // cannot push it toward the generation bits.
     cursor_.store((current_gen_ << kOffsetBits) | count, std::memory_order_release);
     start_fetch_locked();
+    if (!may_wait) {
+      *would_wait = true;
+      return Status::Ok();
+    }
     if (!counted) {
       waits_.fetch_add(1, std::memory_order_relaxed);
       counted = true;

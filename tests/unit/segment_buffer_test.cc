@@ -83,6 +83,55 @@ TEST(SegmentBufferTest, BothBuffersEmptyWaitsThenFailsWithADeadline) {
   EXPECT_EQ(*ok, 1u);
 }
 
+// The server's I/O threads take what the buffers hold and must never wait on a store.
+TEST(SegmentBufferTest, TryNextBatchTakesWhatIsThereAndNeverWaits) {
+  FakeRangeSource src;
+  src.add_tag("order");
+  SegmentBufferOptions o = opts(10, 10);
+  o.wait_ms = 5000;  // a wait would show as a slow call
+  auto buf = make_buffer(&src, o);
+  std::vector<uint64_t> ids(25);
+  // Nothing loaded yet and the store is blocked: nothing to take, at once.
+  src.block();
+  auto start = std::chrono::steady_clock::now();
+  Result<size_t> none = buf->try_next_batch(ids);
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(*none, 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  src.release();
+  ASSERT_TRUE(eventually([&] {
+    Result<size_t> got = buf->try_next_batch(std::span<uint64_t>(ids).first(1));
+    return got.ok() && *got == 1;
+  }));
+  EXPECT_EQ(ids[0], 1u);
+  ASSERT_EQ(buf->try_next_batch(std::span<uint64_t>(ids).first(1)).value(), 1u);
+  EXPECT_EQ(ids[0], 2u) << "past the prefetch point (10% of 10)";
+  // Two segments of 10 at most are loaded: 25 cannot all be there; what comes back is
+  // dense and increasing, and a blocked store again makes it return short, not wait.
+  ASSERT_TRUE(eventually([&] { return buf->stats().next_ready; }));
+  src.block();
+  start = std::chrono::steady_clock::now();
+  Result<size_t> some = buf->try_next_batch(ids);
+  ASSERT_TRUE(some.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  ASSERT_EQ(*some, 18u) << "the rest of the first segment and all of the second";
+  for (size_t i = 0; i < *some; ++i) EXPECT_EQ(ids[i], 3 + i);
+  src.release();
+  // The blocking call gets the rest once the store answers.
+  ASSERT_TRUE(buf->next_batch(std::span<uint64_t>(ids).first(6)).ok());
+  EXPECT_EQ(ids[0], 21u);
+}
+
+TEST(SegmentBufferTest, TryNextBatchReportsAnUnknownTagAtOnce) {
+  FakeRangeSource src;
+  auto buf = make_buffer(&src, opts(10));
+  std::vector<uint64_t> ids(3);
+  ASSERT_FALSE(buf->next_batch(ids).ok());  // the store has said NotFound once
+  Result<size_t> got = buf->try_next_batch(ids);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+}
+
 TEST(SegmentBufferTest, StoreErrorIsReportedAndRecoveredFrom) {
   FakeRangeSource src;
   src.add_tag("order");

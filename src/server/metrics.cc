@@ -1,0 +1,236 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "server/id_service.h"
+
+namespace idforge::server {
+namespace {
+
+constexpr std::array<std::string_view, Metrics::kProtocols> kProtocolNames = {"http", "resp"};
+
+int status_slot(int status) {
+  for (size_t i = 0; i < Metrics::kStatuses.size(); ++i) {
+    if (Metrics::kStatuses[i] == status) return static_cast<int>(i);
+  }
+  return static_cast<int>(Metrics::kStatuses.size());  // "other"
+}
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+template <typename T>
+void sample(std::string& out, std::string_view name, T value) {
+  fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
+}
+
+}  // namespace
+
+std::string_view route_name(Route route) {
+  switch (route) {
+    case Route::kSnowflake:
+      return "snowflake";
+    case Route::kSegment:
+      return "segment";
+    case Route::kUuid7:
+      return "uuid7";
+    case Route::kUlid:
+      return "ulid";
+    case Route::kSerial:
+      return "serial";
+    case Route::kDecode:
+      return "decode";
+    case Route::kCompose:
+      return "compose";
+    case Route::kLeafSegment:
+      return "leaf_segment";
+    case Route::kLeafSnowflake:
+      return "leaf_snowflake";
+    case Route::kAdmin:
+      return "admin";
+    case Route::kStatus:
+      return "status";
+    case Route::kMetrics:
+      return "metrics";
+    case Route::kHealth:
+      return "health";
+    case Route::kWeb:
+      return "web";
+    case Route::kRespOther:
+      return "other";
+    case Route::kNotFound:
+      return "not_found";
+    case Route::kCount_:
+      break;
+  }
+  return "unknown";
+}
+
+void Metrics::record_request(int protocol, Route route, int status, double seconds) {
+  protocol = std::clamp(protocol, 0, kProtocols - 1);
+  const int r = std::clamp(static_cast<int>(route), 0, kRoutes - 1);
+  requests_[static_cast<size_t>((protocol * kRoutes + r) * kStatusSlots + status_slot(status))]
+      .fetch_add(1, std::memory_order_relaxed);
+  int bucket = 0;
+  while (bucket < kBuckets - 1 && seconds > kLatencyBuckets[static_cast<size_t>(bucket)]) ++bucket;
+  latency_[static_cast<size_t>(protocol * kBuckets + bucket)].fetch_add(1,
+                                                                        std::memory_order_relaxed);
+  latency_sum_us_[static_cast<size_t>(protocol)].fetch_add(
+      static_cast<uint64_t>(std::max(0.0, seconds) * 1e6), std::memory_order_relaxed);
+}
+
+void Metrics::record_ids(IdKind kind, uint64_t count) {
+  ids_[static_cast<size_t>(kind)].fetch_add(count, std::memory_order_relaxed);
+}
+
+uint64_t Metrics::requests(int protocol, Route route, int status) const {
+  return requests_[static_cast<size_t>((protocol * kRoutes + static_cast<int>(route)) *
+                                           kStatusSlots +
+                                       status_slot(status))]
+      .load(std::memory_order_relaxed);
+}
+
+uint64_t Metrics::ids(IdKind kind) const {
+  return ids_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+}
+
+uint64_t Metrics::total_requests() const {
+  uint64_t total = 0;
+  for (const auto& n : requests_) total += n.load(std::memory_order_relaxed);
+  return total;
+}
+
+std::string Metrics::render(const IdService& service) const {
+  std::string out;
+  out.reserve(8192);
+  auto to = [&out] { return std::back_inserter(out); };
+
+  header(out, "idforge_requests_total", "counter",
+         "Requests answered, by protocol, route (or RESP command group) and status.");
+  for (int p = 0; p < kProtocols; ++p) {
+    for (int r = 0; r < kRoutes; ++r) {
+      for (int st = 0; st < kStatusSlots; ++st) {
+        const uint64_t n =
+            requests_[static_cast<size_t>((p * kRoutes + r) * kStatusSlots + st)].load(
+                std::memory_order_relaxed);
+        if (n == 0) continue;
+        const std::string status = st < static_cast<int>(kStatuses.size())
+                                       ? std::to_string(kStatuses[static_cast<size_t>(st)])
+                                       : "other";
+        fmt::format_to(
+            to(), "idforge_requests_total{{protocol=\"{}\",route=\"{}\",status=\"{}\"}} {}\n",
+            kProtocolNames[static_cast<size_t>(p)], route_name(static_cast<Route>(r)), status, n);
+      }
+    }
+  }
+
+  header(out, "idforge_request_duration_seconds", "histogram",
+         "Time from a complete request to its answer, by protocol.");
+  for (int p = 0; p < kProtocols; ++p) {
+    uint64_t cumulative = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      cumulative += latency_[static_cast<size_t>(p * kBuckets + b)].load(std::memory_order_relaxed);
+      const std::string le =
+          b < kBuckets - 1 ? fmt::format("{}", kLatencyBuckets[static_cast<size_t>(b)]) : "+Inf";
+      fmt::format_to(to(),
+                     "idforge_request_duration_seconds_bucket{{protocol=\"{}\",le=\"{}\"}} {}\n",
+                     kProtocolNames[static_cast<size_t>(p)], le, cumulative);
+    }
+    fmt::format_to(to(), "idforge_request_duration_seconds_sum{{protocol=\"{}\"}} {}\n",
+                   kProtocolNames[static_cast<size_t>(p)],
+                   static_cast<double>(
+                       latency_sum_us_[static_cast<size_t>(p)].load(std::memory_order_relaxed)) /
+                       1e6);
+    fmt::format_to(to(), "idforge_request_duration_seconds_count{{protocol=\"{}\"}} {}\n",
+                   kProtocolNames[static_cast<size_t>(p)], cumulative);
+  }
+
+  header(out, "idforge_ids_issued_total", "counter", "IDs handed out, by kind.");
+  for (int k = 0; k < kIdKinds; ++k) {
+    fmt::format_to(to(), "idforge_ids_issued_total{{kind=\"{}\"}} {}\n",
+                   id_kind_name(static_cast<IdKind>(k)), ids(static_cast<IdKind>(k)));
+  }
+
+  const ServiceStatus s = service.status();
+  header(out, "idforge_clock_rollback_events_total", "counter",
+         "Times the Snowflake generator saw the clock step back.");
+  sample(out, "idforge_clock_rollback_events_total", s.counters.rollbacks);
+  header(out, "idforge_clock_borrowed_ms_total", "counter",
+         "Milliseconds of ticks issued ahead of the clock (logical policy).");
+  sample(out, "idforge_clock_borrowed_ms_total", s.counters.borrowed_ms);
+  header(out, "idforge_clock_waited_ms_total", "counter",
+         "Milliseconds spent waiting for the clock.");
+  sample(out, "idforge_clock_waited_ms_total", s.counters.waited_ms);
+  header(out, "idforge_clock_offset_ms", "gauge",
+         "How far the last issued tick runs ahead of the clock.");
+  sample(out, "idforge_clock_offset_ms", s.clock_offset_ms);
+  header(out, "idforge_snowflake_failures_total", "counter",
+         "Snowflake calls that returned an error (fenced, clock, exhausted).");
+  sample(out, "idforge_snowflake_failures_total", s.counters.failures);
+  header(out, "idforge_snowflake_fenced", "gauge", "1 while the generator refuses to issue.");
+  sample(out, "idforge_snowflake_fenced", s.fenced ? 1 : 0);
+  header(out, "idforge_layout_time_left_seconds", "gauge",
+         "Seconds until the layout's time field runs out.");
+  sample(out, "idforge_layout_time_left_seconds", s.time_left_ms / 1000);
+
+  header(out, "idforge_lease_seconds_left", "gauge",
+         "Seconds until the coordinator may expire the worker-id lease.");
+  sample(out, "idforge_lease_seconds_left", s.lease_seconds_left);
+  header(out, "idforge_lease_held", "gauge", "1 while the worker-id lease is held and renewed.");
+  sample(out, "idforge_lease_held",
+         s.has_lease && s.keeper.state == coord::LeaseState::kHeld ? 1 : 0);
+  header(out, "idforge_lease_renewals_total", "counter", "Successful lease renewals.");
+  sample(out, "idforge_lease_renewals_total", s.keeper.renewals);
+  header(out, "idforge_lease_renew_failures_total", "counter", "Failed lease renewals.");
+  sample(out, "idforge_lease_renew_failures_total", s.keeper.failures);
+  header(out, "idforge_leases_taken_total", "counter",
+         "Leases acquired (1 at start, one more after each lost lease).");
+  sample(out, "idforge_leases_taken_total", s.leases_taken);
+
+  header(out, "idforge_segment_store_up", "gauge", "1 when the segment store answered last time.");
+  sample(out, "idforge_segment_store_up", s.segments_ok ? 1 : 0);
+  header(out, "idforge_segment_buffer_fill", "gauge",
+         "Share of a tag's current segment still unused (buffer=\"current\") and whether the "
+         "next segment is loaded (buffer=\"next\").");
+  for (const TagStatus& t : s.tags) {
+    const double left = t.stats.current_count == 0
+                            ? 0.0
+                            : static_cast<double>(t.stats.current_count - t.stats.current_used) /
+                                  static_cast<double>(t.stats.current_count);
+    fmt::format_to(to(), "idforge_segment_buffer_fill{{tag=\"{}\",buffer=\"current\"}} {}\n", t.tag,
+                   left);
+    fmt::format_to(to(), "idforge_segment_buffer_fill{{tag=\"{}\",buffer=\"next\"}} {}\n", t.tag,
+                   t.stats.next_ready ? 1 : 0);
+  }
+  header(out, "idforge_segment_refill_latency_ms", "gauge",
+         "How long the tag's last segment allocation took.");
+  for (const TagStatus& t : s.tags) {
+    fmt::format_to(to(), "idforge_segment_refill_latency_ms{{tag=\"{}\"}} {}\n", t.tag,
+                   t.stats.last_fetch_ms);
+  }
+  header(out, "idforge_segment_fetches_total", "counter", "Segments allocated, by tag.");
+  for (const TagStatus& t : s.tags) {
+    fmt::format_to(to(), "idforge_segment_fetches_total{{tag=\"{}\"}} {}\n", t.tag,
+                   t.stats.fetches);
+  }
+  header(out, "idforge_segment_fetch_failures_total", "counter",
+         "Segment allocations that failed, by tag.");
+  for (const TagStatus& t : s.tags) {
+    fmt::format_to(to(), "idforge_segment_fetch_failures_total{{tag=\"{}\"}} {}\n", t.tag,
+                   t.stats.fetch_failures);
+  }
+  header(out, "idforge_segment_waits_total", "counter",
+         "Requests that waited because both of the tag's buffers were empty.");
+  for (const TagStatus& t : s.tags) {
+    fmt::format_to(to(), "idforge_segment_waits_total{{tag=\"{}\"}} {}\n", t.tag, t.stats.waits);
+  }
+  header(out, "idforge_uptime_seconds", "gauge", "Seconds since the service started.");
+  sample(out, "idforge_uptime_seconds", static_cast<double>(s.uptime_ms) / 1000.0);
+  return out;
+}
+
+}  // namespace idforge::server

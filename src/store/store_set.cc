@@ -1,0 +1,128 @@
+#include "store/store_set.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "store/store_factory.h"
+
+namespace idforge::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Stands in for a store that could not be reached, so the striped source keeps every
+// store at its own position.
+class UnreachableSource final : public RangeSource {
+ public:
+  explicit UnreachableSource(Status why) : why_(std::move(why)) {}
+  Result<Segment> allocate(std::string_view, uint64_t) override {
+    return Status::Unavailable(why_.message());
+  }
+
+ private:
+  Status why_;
+};
+
+}  // namespace
+
+Status ensure_data_dir(const std::string& data_dir) {
+  if (data_dir.empty()) return Status::InvalidArgument("--data-dir is empty");
+  const fs::path dir(data_dir);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return Status::Ok();
+  if (fs::exists(dir, ec)) {
+    return Status::InvalidArgument(
+        fmt::format("--data-dir '{}' exists and is not a directory", data_dir));
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return Status::IoError(
+        fmt::format("cannot create data directory '{}': {}", data_dir, ec.message()));
+  }
+  // It will hold lock files and the ID store: nobody else needs to read or touch it.
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  if (ec) {
+    return Status::IoError(fmt::format("cannot restrict data directory '{}' to its owner: {}",
+                                       data_dir, ec.message()));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& given,
+                                             const std::string& data_dir) {
+  std::vector<std::string> urls = given;
+  if (urls.empty()) {
+    IDFORGE_RETURN_IF_ERROR(ensure_data_dir(data_dir));
+    urls.push_back("sqlite:" + (fs::path(data_dir) / "segments.db").string());
+  }
+  for (size_t i = 0; i < urls.size(); ++i) {
+    if (std::find(urls.begin(), urls.begin() + static_cast<ptrdiff_t>(i), urls[i]) !=
+        urls.begin() + static_cast<ptrdiff_t>(i)) {
+      return Status::InvalidArgument(fmt::format("--store '{}' is given twice", urls[i]));
+    }
+  }
+
+  std::vector<OpenedStore> stores;
+  for (const std::string& url : urls) {
+    Result<std::unique_ptr<SegmentStore>> store = open_store(url);
+    OpenedStore opened;
+    opened.url = url;
+    if (store.ok()) {
+      opened.store = std::move(store).value();
+    } else if (store.status().code() == StatusCode::kInvalidArgument) {
+      return store.status();  // a malformed URL is the user's to fix, not an outage
+    } else {
+      opened.error = store.status();
+    }
+    stores.push_back(std::move(opened));
+  }
+  return stores;
+}
+
+Status from_store(const Status& status, const OpenedStore& opened, size_t stores) {
+  if (stores == 1 || status.message().find(opened.url) != std::string::npos) return status;
+  return Status(status.code(), fmt::format("{}: {}", opened.url, status.message()));
+}
+
+Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string& tag) {
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
+  const size_t k = stores.size();
+  if (k == 0) return Status::InvalidArgument("no segment store configured");
+  TagSource out;
+  std::vector<RangeSource*> sources;
+  for (OpenedStore& o : stores) {
+    Status why = o.error;
+    if (o.store) {
+      Result<TagInfo> info = o.store->get_tag(tag);
+      if (info.ok()) {
+        out.step = std::max(out.step, info->step);
+        sources.push_back(o.store.get());
+        continue;
+      }
+      why = info.status();
+      if (k == 1 || why.code() == StatusCode::kNotFound ||
+          why.code() == StatusCode::kInvalidArgument) {
+        return from_store(why, o, k);
+      }
+    }
+    if (k == 1) return why;
+    const Status located = from_store(why, o, k);
+    out.down += fmt::format("{}{}", out.down.empty() ? "" : "; ", located.message());
+    out.placeholders.push_back(std::make_unique<UnreachableSource>(located));
+    sources.push_back(out.placeholders.back().get());
+  }
+  if (out.step == 0) return Status::Unavailable("no store could be reached: " + out.down);
+  out.source = sources.front();
+  if (k > 1) {
+    out.striped = std::make_unique<StripedSource>(sources);
+    out.source = out.striped.get();
+  }
+  return out;
+}
+
+}  // namespace idforge::store

@@ -1,0 +1,56 @@
+// The segment stores one process uses, and one tag's RangeSource over them: what
+// `idforge next --tag`, `idforge tag ...` and the server share.
+//
+//   auto stores = store::open_stores(urls, data_dir);     // none given: SQLite in data_dir
+//   auto source = store::tag_source(*stores, "order");    // striped when several stores
+//   auto buffer = SegmentBuffer::create(source->source, {.tag = "order", ...});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idforge/segment_store.h"
+#include "idforge/status.h"
+#include "idforge/striped_source.h"
+
+namespace idforge::store {
+
+// Creates `data_dir` (mode 0700) when missing. InvalidArgument when it is empty or a file.
+Status ensure_data_dir(const std::string& data_dir);
+
+// One store named by URL, or why it could not be opened.
+struct OpenedStore {
+  std::string url;
+  std::unique_ptr<SegmentStore> store;  // null when `error` is set
+  Status error;
+};
+
+// Opens every store in `urls`, in order. With no URL this is the SQLite file
+// segments.db in `data_dir`, which is created when missing. A malformed or repeated URL
+// fails the whole call; a store that cannot be reached comes back with its error, so
+// the caller decides whether the others are enough.
+Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& urls,
+                                             const std::string& data_dir);
+
+// With several stores an error says which one it comes from.
+Status from_store(const Status& status, const OpenedStore& opened, size_t stores);
+
+// A tag's RangeSource over the opened stores.
+struct TagSource {
+  RangeSource* source = nullptr;  // the store itself, or `striped`
+  uint64_t step = 0;              // the largest configured step among the stores
+  std::string down;               // stores skipped because they did not answer ("" if none)
+  std::vector<std::unique_ptr<RangeSource>> placeholders;
+  std::unique_ptr<StripedSource> striped;
+};
+
+// With one store any failure is returned. With several, the source works as long as one
+// store answers: a store that is down keeps its position as a placeholder that fails, so
+// the residues of the others never shift (two stores handing out the same ID). A tag
+// missing from any store that answers is NotFound, since its share would be missing too.
+// `stores` must outlive the result.
+Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string& tag);
+
+}  // namespace idforge::store
