@@ -9,6 +9,10 @@
 //   net.start();            // returns at once; threads run the loops
 //   ...
 //   net.shutdown(grace);    // stop accepting, finish in-flight requests, close
+//
+// Thread safety: listen(), start() and shutdown() are called from one controlling thread,
+// never from an I/O loop or a kBlocking job (shutdown joins those threads). stats() may
+// be called from any thread.
 #pragma once
 
 #include <chrono>
@@ -25,8 +29,11 @@ namespace idforge::server {
 struct NetOptions {
   int io_threads = 0;        // 0: one per core
   int worker_threads = 4;    // run kBlocking requests (store round trips, admin)
+  // Timeouts of 0 or less mean no limit. They are checked a few times per the shorter one,
+  // so a connection closes up to an eighth of it (at most 250 ms) late.
   int64_t idle_timeout_ms = 60'000;    // no bytes from a connection with nothing pending
-  int64_t request_timeout_ms = 10'000; // a request started but not complete after this
+  int64_t request_timeout_ms = 10'000; // a request started but not complete after this;
+                                       // also bounds one write to a client not reading
   size_t max_pending_bytes = 1 << 20;  // unconsumed input per connection; beyond: close
   size_t max_connections = 10'000;     // beyond: accept and close at once
 };
@@ -43,7 +50,7 @@ Result<Endpoint> parse_endpoint(std::string_view text);
 
 struct NetStats {
   uint64_t connections_open = 0;
-  uint64_t connections_total = 0;
+  uint64_t connections_total = 0;     // accepted and served (rejected ones not included)
   uint64_t connections_rejected = 0;  // over max_connections
   uint64_t timeouts = 0;              // closed for idle or slow requests
   uint64_t oversized = 0;             // closed for max_pending_bytes
@@ -58,12 +65,16 @@ class NetServer {
 
   // Binds and listens (before start()). Returns the bound endpoint (the real port when
   // 0 was asked). `name` labels the listener in logs and stats ("http", "resp").
+  // "localhost" binds 127.0.0.1. IoError when the address cannot be bound.
   Result<Endpoint> listen(std::string_view endpoint, std::string name, SessionFactory factory);
 
   // Starts the I/O and worker threads; returns at once.
   Status start();
   // Stops accepting, lets in-flight requests finish and their answers be written for at
   // most `grace`, closes every connection and joins the threads. Idempotent.
+  // A kBlocking job still running at `grace` is waited for (it writes into its
+  // connection's buffer) but its answer is dropped: shutdown can outlast `grace` by the
+  // longest such job, which IdService bounds.
   void shutdown(std::chrono::milliseconds grace);
 
   NetStats stats() const;

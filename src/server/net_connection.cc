@@ -1,0 +1,298 @@
+#include "server/net_connection.h"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <cstring>
+#include <exception>
+#include <utility>
+
+namespace idforge::server::net {
+namespace {
+
+// First read buffer of a connection: a few pipelined commands or one HTTP request with
+// its headers fit. It grows (up to max_pending_bytes) only for larger requests.
+constexpr size_t kInitialBuffer = 8 * 1024;
+// Buffers grown past these sizes are released once empty, so a burst on one connection
+// does not pin memory for the rest of its life.
+constexpr size_t kKeepInput = 64 * 1024;
+constexpr size_t kKeepOutput = 256 * 1024;
+
+bool would_block(const boost::system::error_code& ec) {
+  return ec == boost::asio::error::would_block || ec == boost::asio::error::try_again;
+}
+
+}  // namespace
+
+void NetShared::connection_closed() {
+  // The last close during shutdown wakes the waiter. Taking the mutex before notifying
+  // closes the gap between the waiter's check of `open` and its sleep.
+  if (open.fetch_sub(1, std::memory_order_relaxed) == 1 &&
+      stopping.load(std::memory_order_relaxed)) {
+    { std::lock_guard<std::mutex> lock(mu); }
+    drained.notify_all();
+  }
+}
+
+void Loop::arm_sweep() {
+  if (!sweeping || sweep_every == Clock::duration::zero()) return;
+  sweep_timer.expires_after(sweep_every);
+  sweep_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !sweeping) return;
+    const Clock::time_point now = Clock::now();
+    for_each_connection([now](Connection& c) { c.check_timeouts(now); });
+    arm_sweep();
+  });
+}
+
+Connection::Connection(Loop& loop, Socket socket, std::unique_ptr<Session> session)
+    : loop_(loop), socket_(std::move(socket)), session_(std::move(session)) {}
+
+Connection::~Connection() {
+  // Only when the loop was torn down before start() ran (its handler was dropped):
+  // the connection was counted open at accept.
+  if (state_ == State::kNew) loop_.shared.connection_closed();
+}
+
+void Connection::start() {
+  loop_.connections.insert(this);
+  state_ = State::kRunning;
+  if (loop_.shared.stopping.load(std::memory_order_relaxed) || !session_) {
+    close();
+    return;
+  }
+  boost::system::error_code ec;
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+  // Writes are tried at once and fall back to async_write only when the kernel buffer
+  // is full; a best-effort answer at timeout never blocks the loop.
+  socket_.non_blocking(true, ec);
+  if (ec) {
+    close();
+    return;
+  }
+  buf_.reset(new char[kInitialBuffer]);
+  cap_ = kInitialBuffer;
+  last_active_ = Clock::now();
+  start_read();
+}
+
+void Connection::drain() {
+  draining_ = true;
+  // Waiting for bytes means no complete request is in flight (a partial one is dropped).
+  // In the other states the requests already received finish; flush() then closes.
+  if (state_ == State::kReading) close_with_last_answer();
+}
+
+void Connection::check_timeouts(Clock::time_point now) {
+  const NetShared& s = loop_.shared;
+  switch (state_) {
+    case State::kReading:
+      if (pending() == 0) {
+        if (s.idle_timeout != Clock::duration::zero() && now - last_active_ >= s.idle_timeout) {
+          time_out(true);
+        }
+      } else if (s.request_timeout != Clock::duration::zero() &&
+                 now - request_start_ >= s.request_timeout) {
+        time_out(true);
+      }
+      break;
+    case State::kWriting:
+      // A client that does not read its answers holds a buffer; it gets as long as a
+      // request does, and no last answer (there is no room to write one).
+      if (s.request_timeout != Clock::duration::zero() && now - write_start_ >= s.request_timeout) {
+        time_out(false);
+      }
+      break;
+    case State::kJob:  // bounded by the service, and the session is the job's now
+    case State::kNew:
+    case State::kRunning:
+    case State::kClosed:
+      break;
+  }
+}
+
+void Connection::time_out(bool answer) {
+  loop_.shared.timeouts.fetch_add(1, std::memory_order_relaxed);
+  if (answer) {
+    close_with_last_answer();
+  } else {
+    close();
+  }
+}
+
+void Connection::close_with_last_answer() {
+  session_->on_timeout(out_);
+  if (!out_.empty()) {
+    // Best effort: one non-blocking write; a client that cannot take it loses it.
+    boost::system::error_code ec;
+    socket_.write_some(boost::asio::buffer(out_), ec);
+  }
+  close();
+}
+
+void Connection::make_room() {
+  if (begin_ > 0) {
+    std::memmove(buf_.get(), buf_.get() + begin_, pending());
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ < cap_) return;
+  // Full of one unfinished request. process() already closed the connection if it is
+  // over max_pending_bytes, so growing to max_pending_bytes + 1 always makes room and
+  // lets the next read show whether the request goes over.
+  const size_t max = loop_.shared.max_pending_bytes;
+  const size_t limit = std::max(max, max + 1);  // no wrap for a limit of SIZE_MAX
+  const size_t cap = std::max(cap_ + 1, std::min(cap_ * 2, limit));
+  std::unique_ptr<char[]> bigger(new char[cap]);
+  std::memcpy(bigger.get(), buf_.get(), end_);
+  buf_ = std::move(bigger);
+  cap_ = cap;
+}
+
+void Connection::consume(size_t n) {
+  begin_ += std::min(n, pending());
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+    if (cap_ > kKeepInput) {
+      buf_.reset(new char[kInitialBuffer]);
+      cap_ = kInitialBuffer;
+    }
+  } else if (n > 0) {
+    // What is left is the start of a new request; its time counts from the last read.
+    request_start_ = last_active_;
+  }
+}
+
+void Connection::start_read() {
+  make_room();
+  state_ = State::kReading;
+  socket_.async_read_some(boost::asio::buffer(buf_.get() + end_, cap_ - end_),
+                          [self = shared_from_this()](const boost::system::error_code& ec,
+                                                      size_t n) { self->on_read(ec, n); });
+}
+
+void Connection::on_read(const boost::system::error_code& ec, size_t n) {
+  if (state_ == State::kClosed) return;
+  state_ = State::kRunning;
+  if (ec) {  // end of stream, reset, or cancelled by close()
+    close();
+    return;
+  }
+  last_active_ = Clock::now();
+  if (pending() == 0) request_start_ = last_active_;
+  end_ += n;
+  process();
+}
+
+void Connection::process() {
+  if (pending() > 0) {
+    Session::Step step = session_->feed(input(), out_);
+    consume(step.consumed);
+    switch (step.next) {
+      case Session::Next::kBlocking:
+        if (step.blocking) {
+          run_job(std::move(step.blocking));
+          return;
+        }
+        close_after_write_ = true;  // a session bug: nothing to run; answer what we have
+        break;
+      case Session::Next::kClose:
+        close_after_write_ = true;
+        break;
+      case Session::Next::kNeedMore:
+        break;
+    }
+  }
+  if (!close_after_write_ && pending() > loop_.shared.max_pending_bytes) {
+    loop_.shared.oversized.fetch_add(1, std::memory_order_relaxed);
+    close_after_write_ = true;  // the answers to requests before it still go out
+  }
+  flush();
+}
+
+void Connection::run_job(std::function<void(std::string&)> job) {
+  state_ = State::kJob;
+  job_mark_ = out_.size();
+  // The job appends to out_ directly: nothing on the loop touches out_ or the session
+  // while state_ is kJob, and both post()s order the job's writes with the loop's.
+  boost::asio::post(*loop_.shared.pool, [self = shared_from_this(), job = std::move(job)] {
+    bool ok = true;
+    try {
+      job(self->out_);
+    } catch (const std::exception&) {  // the edge where a backend's exception could escape
+      ok = false;
+    }
+    boost::asio::post(self->loop_.ctx, [self, ok] { self->on_job_done(ok); });
+  });
+}
+
+void Connection::on_job_done(bool ok) {
+  if (state_ == State::kClosed) return;  // closed by shutdown while the job ran
+  state_ = State::kRunning;
+  if (!ok) {
+    // Answer the requests before it, drop the failed job's partial output, and close:
+    // the answers after it would be out of order.
+    out_.resize(job_mark_);
+    close_after_write_ = true;
+    flush();
+    return;
+  }
+  // Time spent on the job counts neither as idle nor against the next request.
+  last_active_ = Clock::now();
+  if (pending() > 0) request_start_ = last_active_;
+  process();
+}
+
+void Connection::flush() {
+  if (!out_.empty()) {
+    boost::system::error_code ec;
+    const size_t n = socket_.write_some(boost::asio::buffer(out_), ec);
+    if (ec && !would_block(ec)) {
+      close();
+      return;
+    }
+    if (n < out_.size()) {
+      state_ = State::kWriting;
+      write_start_ = Clock::now();
+      boost::asio::async_write(
+          socket_, boost::asio::buffer(out_.data() + n, out_.size() - n),
+          [self = shared_from_this()](const boost::system::error_code& write_ec, size_t) {
+            self->on_write(write_ec);
+          });
+      return;
+    }
+    out_.clear();
+    if (out_.capacity() > kKeepOutput) std::string().swap(out_);
+  }
+  if (close_after_write_ || draining_) {
+    close();
+    return;
+  }
+  start_read();
+}
+
+void Connection::on_write(const boost::system::error_code& ec) {
+  if (state_ == State::kClosed) return;
+  state_ = State::kRunning;
+  if (ec) {
+    close();
+    return;
+  }
+  last_active_ = Clock::now();  // a slow reader was not idle
+  out_.clear();
+  if (out_.capacity() > kKeepOutput) std::string().swap(out_);
+  flush();
+}
+
+void Connection::close() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  boost::system::error_code ec;
+  // FIN after the answers already queued in the kernel; close() cancels pending ops.
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+  socket_.close(ec);
+  loop_.connections.erase(this);
+  loop_.shared.connection_closed();
+}
+
+}  // namespace idforge::server::net

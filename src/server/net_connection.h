@@ -1,0 +1,169 @@
+// Internals of NetServer (net_server.h): one event loop and one connection. Not a public
+// interface; only net_server.cc and net_connection.cc include it.
+//
+// Threading: a Loop and every Connection on it are touched only by that loop's thread,
+// with two exceptions, both ordered by a post() through the io_context or the worker pool:
+// a Connection is built on its listener's loop and handed to its own loop, and while a
+// kBlocking job runs on a worker the job (and only the job) writes the connection's
+// output buffer and session. NetShared is read by every thread; its counters are atomics.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+
+#include "server/session.h"
+
+namespace idforge::server::net {
+
+using Clock = std::chrono::steady_clock;
+// Sockets and timers bound to one io_context's executor: no type-erased executor on the
+// hot path.
+using Executor = boost::asio::io_context::executor_type;
+using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
+using Acceptor = boost::asio::basic_socket_acceptor<boost::asio::ip::tcp, Executor>;
+using Timer = boost::asio::basic_waitable_timer<Clock, boost::asio::wait_traits<Clock>, Executor>;
+
+// What every loop and connection shares: limits, counters and the worker pool.
+struct NetShared {
+  // Limits; a duration of zero means no limit.
+  Clock::duration idle_timeout{};
+  Clock::duration request_timeout{};
+  size_t max_pending_bytes = 0;
+  size_t max_connections = 0;
+
+  // Relaxed is enough for the counters: each is read on its own (stats, the drain wait
+  // re-reads under `mu`), and no other memory is published through them.
+  std::atomic<uint64_t> open{0};
+  std::atomic<uint64_t> total{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> oversized{0};
+
+  // Set once by shutdown(); a connection that starts after it closes at once. Relaxed:
+  // shutdown() then posts to every loop, and that post orders the store before the loop's
+  // later reads.
+  std::atomic<bool> stopping{false};
+  // shutdown() waits on `drained` for `open` to reach 0.
+  std::mutex mu;
+  std::condition_variable drained;
+
+  boost::asio::thread_pool* pool = nullptr;
+
+  // A connection closed: count it, and wake shutdown() when the last one goes.
+  void connection_closed();
+};
+
+class Connection;
+
+// One io_context run by one thread, and the connections it serves.
+struct Loop {
+  explicit Loop(NetShared& s) : shared(s) {}
+
+  NetShared& shared;
+  boost::asio::io_context ctx{1};  // one thread runs it
+  boost::asio::executor_work_guard<Executor> guard{ctx.get_executor()};
+  std::thread thread;
+  // Open connections on this loop, so shutdown can reach them. Loop thread only.
+  std::unordered_set<Connection*> connections;
+  // Periodic check of idle and request deadlines: one timer per loop instead of one
+  // re-armed per request, which would cost a cancel and a handler on every read.
+  Timer sweep_timer{ctx};
+  Clock::duration sweep_every{};
+  bool sweeping = true;
+
+  void arm_sweep();
+  // Calls `fn` on each connection; `fn` may close (and so unregister) that connection.
+  template <typename Fn>
+  void for_each_connection(Fn fn) {
+    for (auto it = connections.begin(); it != connections.end();) {
+      Connection* c = *it++;
+      fn(*c);
+    }
+  }
+};
+
+// One client connection: reads bytes, drives its Session, writes answers in order.
+// Owned by shared_ptrs held in its pending handlers (read, write, a worker job); the
+// Loop keeps only a raw pointer, removed on close.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Loop& loop, Socket socket, std::unique_ptr<Session> session);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // All on the loop thread.
+  void start();
+  // Shutdown: finish the requests already received (and their jobs), write the answers,
+  // then close; a connection waiting for bytes closes now, after Session::on_timeout.
+  void drain();
+  // Closes now. A job still running finishes on its worker; its answer is dropped.
+  void abort() { close(); }
+  // Closes the connection if a deadline passed.
+  void check_timeouts(Clock::time_point now);
+
+ private:
+  enum class State {
+    kNew,      // built, start() not run yet
+    kRunning,  // in a handler on the loop thread (feeding, flushing)
+    kReading,  // an async read is pending
+    kJob,      // a kBlocking job runs on the worker pool
+    kWriting,  // an async write is pending
+    kClosed,
+  };
+
+  void start_read();
+  void on_read(const boost::system::error_code& ec, size_t n);
+  void process();
+  void run_job(std::function<void(std::string&)> job);
+  void on_job_done(bool ok);
+  void flush();
+  void on_write(const boost::system::error_code& ec);
+  void time_out(bool answer);
+  // Lets the session add a last answer (Session::on_timeout), tries to write it, closes.
+  void close_with_last_answer();
+  void close();
+
+  size_t pending() const { return end_ - begin_; }
+  std::string_view input() const { return {buf_.get() + begin_, end_ - begin_}; }
+  void consume(size_t n);
+  void make_room();
+
+  Loop& loop_;
+  Socket socket_;
+  std::unique_ptr<Session> session_;
+  State state_ = State::kNew;
+  bool draining_ = false;
+  bool close_after_write_ = false;
+
+  // Input: bytes [begin_, end_) of buf_ are received and not yet consumed. Reused for
+  // the connection's life; grows only when one request does not fit.
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  // Answers not yet written; pipelined answers accumulate and leave in one write.
+  std::string out_;
+  size_t job_mark_ = 0;  // out_.size() when the running job started
+
+  Clock::time_point last_active_;    // last read, or end of a job or a slow write
+  Clock::time_point request_start_;  // when the unconsumed input started arriving
+  Clock::time_point write_start_;    // when the pending async write began
+};
+
+}  // namespace idforge::server::net
