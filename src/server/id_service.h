@@ -73,17 +73,17 @@ struct ServiceStatus {
   std::string policy;
   // Lease.
   bool has_lease = false;
-  Lease lease;                // valid when has_lease
-  coord::KeeperStatus keeper; // state, since_renew_ms, ...
+  Lease lease;                    // valid when has_lease
+  coord::KeeperStatus keeper;     // state, since_renew_ms, ...
   double lease_seconds_left = 0;  // until the coordinator may expire it (ttl - since renew)
   uint64_t leases_taken = 0;      // 1 at start, +1 per re-acquire after a lost lease
   // Snowflake generator.
   bool fenced = false;
   int64_t clock_offset_ms = 0;  // how far the last issued tick runs ahead of the clock
   SnowflakeCounters counters;
-  int64_t time_left_ms = 0;     // until the layout's time field runs out
+  int64_t time_left_ms = 0;  // until the layout's time field runs out
   // Segments.
-  bool segments_ok = false;     // the store answered the last time it was asked
+  bool segments_ok = false;  // the store answered the last time it was asked
   std::string segments_error;
   std::vector<TagStatus> tags;  // tags with buffers (requested since start)
   int64_t uptime_ms = 0;

@@ -64,7 +64,7 @@ class Metrics {
 
  private:
   static constexpr int kRoutes = static_cast<int>(Route::kCount_);
-  static constexpr int kStatusSlots = static_cast<int>(kStatuses.size()) + 1;  // + other
+  static constexpr int kStatusSlots = static_cast<int>(kStatuses.size()) + 1;    // + other
   static constexpr int kBuckets = static_cast<int>(kLatencyBuckets.size()) + 1;  // + Inf
 
   std::array<std::atomic<uint64_t>, kProtocols * kRoutes * kStatusSlots> requests_{};

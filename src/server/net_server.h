@@ -27,15 +27,15 @@
 namespace idforge::server {
 
 struct NetOptions {
-  int io_threads = 0;        // 0: one per core
-  int worker_threads = 4;    // run kBlocking requests (store round trips, admin)
+  int io_threads = 0;      // 0: one per core
+  int worker_threads = 4;  // run kBlocking requests (store round trips, admin)
   // Timeouts of 0 or less mean no limit. They are checked a few times per the shorter one,
   // so a connection closes up to an eighth of it (at most 250 ms) late.
-  int64_t idle_timeout_ms = 60'000;    // no bytes from a connection with nothing pending
-  int64_t request_timeout_ms = 10'000; // a request started but not complete after this;
-                                       // also bounds one write to a client not reading
-  size_t max_pending_bytes = 1 << 20;  // unconsumed input per connection; beyond: close
-  size_t max_connections = 10'000;     // beyond: accept and close at once
+  int64_t idle_timeout_ms = 60'000;     // no bytes from a connection with nothing pending
+  int64_t request_timeout_ms = 10'000;  // a request started but not complete after this;
+                                        // also bounds one write to a client not reading
+  size_t max_pending_bytes = 1 << 20;   // unconsumed input per connection; beyond: close
+  size_t max_connections = 10'000;      // beyond: accept and close at once
 };
 
 struct Endpoint {
