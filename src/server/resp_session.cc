@@ -1,0 +1,630 @@
+#include "server/resp_session.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "idforge/quote.h"
+#include "idforge/time_format.h"
+#include "server/resp_parser.h"
+
+#ifndef IDFORGE_VERSION
+#define IDFORGE_VERSION "0.0.0"
+#endif
+
+namespace idforge::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Args = std::span<const std::string_view>;
+constexpr int kResp = 1;  // Metrics' protocol index
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// --- Reply writers: append one RESP value to `out`. ---
+
+template <typename Int>
+void put_number(std::string& out, char type, Int value) {
+  char buf[32];
+  buf[0] = type;
+  char* end = std::to_chars(buf + 1, buf + sizeof(buf) - 2, value).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  out.append(buf, static_cast<size_t>(end - buf));
+}
+
+void put_simple(std::string& out, std::string_view text) {
+  out += '+';
+  out += text;
+  out += "\r\n";
+}
+
+void put_bulk(std::string& out, std::string_view text) {
+  put_number(out, '$', text.size());
+  out += text;
+  out += "\r\n";
+}
+
+// An error line cannot hold CR or LF; Redis turns them into spaces too.
+void put_error(std::string& out, std::string_view text) {
+  out += '-';
+  const size_t from = out.size();
+  out += text;
+  for (size_t i = from; i < out.size(); ++i) {
+    if (out[i] == '\r' || out[i] == '\n') out[i] = ' ';
+  }
+  out += "\r\n";
+}
+
+void put_ids(std::string& out, std::span<const uint64_t> ids, bool as_array) {
+  if (as_array) put_number(out, '*', ids.size());
+  for (uint64_t id : ids) put_number(out, ':', id);
+}
+
+// The metrics status of an error, as the HTTP front end maps it.
+int status_of(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kUnavailable:
+    case StatusCode::kClockBackwards:
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kDeadlineExceeded:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+// "-ERR not_found: tag 'x' does not exist"; returns the metrics status.
+int put_status(std::string& out, const Status& status) {
+  put_error(out, fmt::format("ERR {}: {}", status_code_name(status.code()), status.message()));
+  return status_of(status.code());
+}
+
+bool iequals(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// Client names as Redis allows them: printable, no spaces.
+bool valid_client_name(std::string_view name) {
+  for (char c : name) {
+    if (c < '!' || c > '~') return false;
+  }
+  return true;
+}
+
+// Text for an INFO value: one line.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  return text;
+}
+
+struct Answer {
+  int status = 200;  // for metrics; unused with kBlocking (the job records its own)
+  Session::Next next = Session::Next::kNeedMore;
+};
+
+class RespSession;
+using Handler = Answer (RespSession::*)(Args args, std::string& out);
+
+struct CommandSpec {
+  std::string_view name;  // lower case, as error messages show it
+  size_t min_args;        // counting the command's name
+  size_t max_args;        // kAny: no limit
+  Route route;
+  Handler handler;
+};
+constexpr size_t kAny = static_cast<size_t>(-1);
+
+class RespSession final : public Session {
+ public:
+  RespSession(IdService& service, uint64_t client_id) : service_(service), id_(client_id) {}
+
+  Step feed(std::string_view in, std::string& out) override;
+
+  Answer ping(Args args, std::string& out);
+  Answer echo(Args args, std::string& out);
+  Answer hello(Args args, std::string& out);
+  Answer incr(Args args, std::string& out);
+  Answer id_next(Args args, std::string& out);
+  Answer id_snowflake(Args args, std::string& out);
+  Answer id_uuid7(Args args, std::string& out);
+  Answer id_ulid(Args args, std::string& out);
+  Answer id_decode(Args args, std::string& out);
+  Answer info(Args args, std::string& out);
+  Answer command(Args args, std::string& out);
+  Answer client(Args args, std::string& out);
+  Answer select(Args args, std::string& out);
+  Answer quit(Args args, std::string& out);
+
+ private:
+  // A map header: `%n` under RESP3, an array of 2n (keys and values) under RESP2.
+  void put_map(std::string& out, size_t pairs) const {
+    if (proto_ == 3) {
+      put_number(out, '%', pairs);
+    } else {
+      put_number(out, '*', pairs * 2);
+    }
+  }
+  void put_null(std::string& out) const { out += proto_ == 3 ? "_\r\n" : "$-1\r\n"; }
+
+  // The optional count at args[index]: 1 when absent.
+  Result<uint64_t> count_arg(Args args, size_t index) const {
+    if (args.size() <= index) return uint64_t{1};
+    return parse_request_count(args[index], service_.config().max_count);
+  }
+  Answer segment_ids(std::string_view tag, uint64_t count, bool as_array, std::string& out);
+  void put_info(std::string_view section, std::string& body) const;
+
+  IdService& service_;
+  const uint64_t id_;
+  RespParser parser_;
+  int proto_ = 2;
+  bool closed_ = false;
+  std::string name_;
+  Clock::time_point start_;                // of the command being handled
+  std::function<void(std::string&)> job_;  // set by a handler that answers kBlocking
+  // Reused across commands so a batch allocates only the first time.
+  std::vector<uint64_t> ids_;
+  std::vector<Uuid> uuids_;
+  std::vector<Ulid> ulids_;
+};
+
+// One table, one handler per command (STYLE.md, "Redis"). The hot ones come first.
+constexpr CommandSpec kCommands[] = {
+    {"incr", 2, 2, Route::kSegment, &RespSession::incr},
+    {"id.next", 2, 3, Route::kSegment, &RespSession::id_next},
+    {"id.snowflake", 1, 2, Route::kSnowflake, &RespSession::id_snowflake},
+    {"id.uuid7", 1, 2, Route::kUuid7, &RespSession::id_uuid7},
+    {"id.ulid", 1, 2, Route::kUlid, &RespSession::id_ulid},
+    {"id.decode", 2, 3, Route::kDecode, &RespSession::id_decode},
+    {"ping", 1, 2, Route::kRespOther, &RespSession::ping},
+    {"echo", 2, 2, Route::kRespOther, &RespSession::echo},
+    {"hello", 1, kAny, Route::kRespOther, &RespSession::hello},
+    {"info", 1, kAny, Route::kRespOther, &RespSession::info},
+    {"command", 1, kAny, Route::kRespOther, &RespSession::command},
+    {"client", 2, kAny, Route::kRespOther, &RespSession::client},
+    {"select", 2, 2, Route::kRespOther, &RespSession::select},
+    {"quit", 1, kAny, Route::kRespOther, &RespSession::quit},
+};
+
+const CommandSpec* find_command(std::string_view name) {
+  for (const CommandSpec& spec : kCommands) {
+    if (iequals(name, spec.name)) return &spec;
+  }
+  return nullptr;
+}
+
+// Redis's words: "unknown command 'FOO', with args beginning with: 'a' 'b' ".
+void put_unknown_command(std::string& out, Args args) {
+  constexpr size_t kShown = 128;
+  std::string shown;
+  for (size_t i = 1; i < args.size() && shown.size() < kShown; ++i) {
+    shown += quote_text(args[i], '\'', kShown - shown.size());
+    shown += ' ';
+  }
+  put_error(out, fmt::format("ERR unknown command {}, with args beginning with: {}",
+                             quote_text(args[0], '\'', kShown), shown));
+}
+
+Session::Step RespSession::feed(std::string_view in, std::string& out) {
+  if (closed_) return {in.size(), Next::kClose, {}};
+  size_t pos = 0;
+  // One clock read per command: each command's time runs from the end of the one before
+  // (reading the clock is a good part of a pipelined INCR's cost).
+  start_ = Clock::now();
+  while (true) {
+    const RespParser::Outcome parsed = parser_.parse(in.substr(pos));
+    switch (parsed.kind) {
+      case RespParser::Kind::kNeedMore:
+        return {pos, Next::kNeedMore, {}};
+      case RespParser::Kind::kEmpty:
+        pos += parsed.consumed;
+        continue;
+      case RespParser::Kind::kError:
+        put_error(out, fmt::format("ERR Protocol error: {}", parsed.error));
+        service_.metrics().record_request(kResp, Route::kRespOther, 400, 0);
+        closed_ = true;
+        return {in.size(), Next::kClose, {}};
+      case RespParser::Kind::kCommand:
+        break;
+    }
+    pos += parsed.consumed;
+    const Args args = parser_.args();
+    const CommandSpec* spec = find_command(args[0]);
+    const Route route = spec != nullptr ? spec->route : Route::kNotFound;
+    Answer answer;
+    if (spec == nullptr) {
+      put_unknown_command(out, args);
+      answer.status = 404;
+    } else if (args.size() < spec->min_args || args.size() > spec->max_args) {
+      put_error(out, fmt::format("ERR wrong number of arguments for '{}' command", spec->name));
+      answer.status = 400;
+    } else {
+      answer = (this->*spec->handler)(args, out);
+    }
+    if (answer.next == Next::kBlocking) return {pos, Next::kBlocking, std::move(job_)};
+    const Clock::time_point now = Clock::now();
+    service_.metrics().record_request(kResp, route, answer.status,
+                                      std::chrono::duration<double>(now - start_).count());
+    start_ = now;
+    if (answer.next == Next::kClose) {
+      closed_ = true;
+      return {pos, Next::kClose, {}};
+    }
+  }
+}
+
+Answer RespSession::ping(Args args, std::string& out) {
+  if (args.size() == 1) {
+    put_simple(out, "PONG");
+  } else {
+    put_bulk(out, args[1]);
+  }
+  return {};
+}
+
+Answer RespSession::echo(Args args, std::string& out) {
+  put_bulk(out, args[1]);
+  return {};
+}
+
+Answer RespSession::hello(Args args, std::string& out) {
+  int proto = proto_;
+  std::string_view new_name;
+  bool set_name = false;
+  if (args.size() > 1) {
+    long long version = 0;
+    const char* end = args[1].data() + args[1].size();
+    auto [ptr, ec] = std::from_chars(args[1].data(), end, version);
+    if (ec != std::errc() || ptr != end) {
+      put_error(out, "ERR Protocol version is not an integer or out of range");
+      return {400};
+    }
+    if (version != 2 && version != 3) {
+      put_error(out, "NOPROTO unsupported protocol version");
+      return {400};
+    }
+    proto = static_cast<int>(version);
+    for (size_t i = 2; i < args.size();) {
+      // AUTH is accepted and ignored: the server has no users or passwords.
+      if (iequals(args[i], "auth") && i + 2 < args.size()) {
+        i += 3;
+      } else if (iequals(args[i], "setname") && i + 1 < args.size()) {
+        if (!valid_client_name(args[i + 1])) {
+          put_error(out, "ERR Client names cannot contain spaces, newlines or special characters.");
+          return {400};
+        }
+        new_name = args[i + 1];
+        set_name = true;
+        i += 2;
+      } else {
+        put_error(out, fmt::format("ERR Syntax error in HELLO option {}", quote_text(args[i])));
+        return {400};
+      }
+    }
+  }
+  proto_ = proto;
+  if (set_name) name_ = new_name;
+  // The fields Redis answers, in its order.
+  put_map(out, 7);
+  for (std::string_view text : {"server", "idforge", "version", IDFORGE_VERSION, "proto"}) {
+    put_bulk(out, text);
+  }
+  put_number(out, ':', proto_);
+  put_bulk(out, "id");
+  put_number(out, ':', id_);
+  for (std::string_view text : {"mode", "standalone", "role", "master", "modules"}) {
+    put_bulk(out, text);
+  }
+  out += "*0\r\n";
+  return {};
+}
+
+Answer RespSession::incr(Args args, std::string& out) {
+  return segment_ids(args[1], 1, false, out);
+}
+
+Answer RespSession::id_next(Args args, std::string& out) {
+  Result<uint64_t> count = count_arg(args, 2);
+  if (!count.ok()) return {put_status(out, count.status())};
+  return segment_ids(args[1], *count, args.size() > 2, out);
+}
+
+Answer RespSession::segment_ids(std::string_view tag, uint64_t count, bool as_array,
+                                std::string& out) {
+  ids_.resize(count);
+  const std::span<uint64_t> ids(ids_.data(), count);
+  Result<size_t> filled = service_.try_segment(tag, ids);
+  if (!filled.ok()) return {put_status(out, filled.status())};
+  if (*filled == count) {
+    put_ids(out, ids, as_array);
+    return {};
+  }
+  // The buffer ran dry: keep what it gave and wait on the store for the rest, off the
+  // I/O thread. The job owns copies of what it needs, so it depends on the service only.
+  job_ = [service = &service_, tag = std::string(tag),
+          taken = std::vector<uint64_t>(ids.begin(), ids.end()), have = *filled, as_array,
+          start = start_](std::string& answer) mutable {
+    const Status made = service->segment(tag, std::span<uint64_t>(taken).subspan(have));
+    int status = 200;
+    if (made.ok()) {
+      put_ids(answer, taken, as_array);
+    } else {
+      status = put_status(answer, made);
+    }
+    service->metrics().record_request(kResp, Route::kSegment, status, seconds_since(start));
+  };
+  return {0, Next::kBlocking};
+}
+
+Answer RespSession::id_snowflake(Args args, std::string& out) {
+  Result<uint64_t> count = count_arg(args, 1);
+  if (!count.ok()) return {put_status(out, count.status())};
+  ids_.resize(*count);
+  const std::span<uint64_t> ids(ids_.data(), *count);
+  const Status made = service_.snowflake(ids);
+  if (!made.ok()) return {put_status(out, made)};
+  put_ids(out, ids, args.size() > 1);
+  return {};
+}
+
+Answer RespSession::id_uuid7(Args args, std::string& out) {
+  Result<uint64_t> count = count_arg(args, 1);
+  if (!count.ok()) return {put_status(out, count.status())};
+  uuids_.resize(*count);
+  service_.uuid7(uuids_);
+  if (args.size() > 1) put_number(out, '*', *count);
+  for (const Uuid& uuid : uuids_) put_bulk(out, uuid.to_string());
+  return {};
+}
+
+Answer RespSession::id_ulid(Args args, std::string& out) {
+  Result<uint64_t> count = count_arg(args, 1);
+  if (!count.ok()) return {put_status(out, count.status())};
+  ulids_.resize(*count);
+  service_.ulid(ulids_);
+  if (args.size() > 1) put_number(out, '*', *count);
+  for (const Ulid& ulid : ulids_) put_bulk(out, ulid.to_string());
+  return {};
+}
+
+Answer RespSession::id_decode(Args args, std::string& out) {
+  Result<uint64_t> id = parse_id(args[1]);
+  if (!id.ok()) return {put_status(out, id.status())};
+  Result<Layout> layout = service_.layout_named(args.size() > 2 ? args[2] : std::string_view());
+  if (!layout.ok()) return {put_status(out, layout.status())};
+  Result<DecodedId> decoded = layout->decode(*id);
+  if (!decoded.ok()) return {put_status(out, decoded.status())};
+
+  // The keys of `idforge parse --json` and GET /v1/decode: id, layout, unix_ms, time,
+  // then each non-time field by name (prefixed when it would clash with those four).
+  size_t pairs = 4;
+  for (const FieldValue& field : decoded->fields) pairs += field.role != FieldRole::kTime;
+  put_map(out, pairs);
+  put_bulk(out, "id");
+  const fmt::format_int id_text(*id);  // text: above 2^63 it would not fit a RESP integer
+  put_bulk(out, std::string_view(id_text.data(), id_text.size()));
+  put_bulk(out, "layout");
+  put_bulk(out, layout->name());
+  put_bulk(out, "unix_ms");
+  put_number(out, ':', decoded->unix_ms);
+  put_bulk(out, "time");
+  put_bulk(out, format_iso8601_utc(decoded->unix_ms));
+  for (const FieldValue& field : decoded->fields) {
+    if (field.role == FieldRole::kTime) continue;
+    const bool clashes = field.name == "id" || field.name == "layout" || field.name == "unix_ms" ||
+                         field.name == "time";
+    put_bulk(out, clashes ? "field_" + field.name : field.name);
+    put_number(out, ':', field.value);
+  }
+  return {};
+}
+
+void RespSession::put_info(std::string_view section, std::string& body) const {
+  auto to = std::back_inserter(body);
+  if (!body.empty()) body += "\r\n";
+  if (section == "server") {
+    const ServiceStatus s = service_.status();
+    fmt::format_to(to,
+                   "# Server\r\nidforge_version:{}\r\nredis_mode:standalone\r\nprocess_id:{}\r\n"
+                   "uptime_in_seconds:{}\r\nuptime_in_days:{}\r\nresp_protocol:{}\r\n",
+                   IDFORGE_VERSION, getpid(), s.uptime_ms / 1000, s.uptime_ms / 86'400'000, proto_);
+  } else if (section == "stats") {
+    const Metrics& m = service_.metrics();
+    uint64_t total_ids = 0;
+    for (int k = 0; k < kIdKinds; ++k) total_ids += m.ids(static_cast<IdKind>(k));
+    fmt::format_to(to, "# Stats\r\ntotal_requests:{}\r\nids_issued:{}\r\n", m.total_requests(),
+                   total_ids);
+    for (int k = 0; k < kIdKinds; ++k) {
+      const auto kind = static_cast<IdKind>(k);
+      fmt::format_to(to, "ids_issued_{}:{}\r\n", id_kind_name(kind), m.ids(kind));
+    }
+  } else if (section == "idforge") {
+    const ServiceStatus s = service_.status();
+    fmt::format_to(to,
+                   "# Idforge\r\nlayout:{}\r\nlayout_spec:{}\r\npolicy:{}\r\nfenced:{}\r\n"
+                   "lease_held:{}\r\nleases_taken:{}\r\n",
+                   one_line(s.layout_label), one_line(s.layout_spec), s.policy, int{s.fenced},
+                   int{s.has_lease}, s.leases_taken);
+    if (s.has_lease) {
+      fmt::format_to(to,
+                     "lease_state:{}\r\nlease_slot:{}\r\nlease_datacenter:{}\r\nlease_worker:{}\r\n"
+                     "lease_ttl_ms:{}\r\nlease_seconds_left:{:.1f}\r\nlease_renewals:{}\r\n"
+                     "lease_failures:{}\r\nlease_last_error:{}\r\n",
+                     coord::lease_state_name(s.keeper.state), s.lease.slot, s.lease.datacenter,
+                     s.lease.worker, s.lease.ttl_ms, s.lease_seconds_left, s.keeper.renewals,
+                     s.keeper.failures, one_line(s.keeper.last_error));
+    }
+    fmt::format_to(to,
+                   "clock_offset_ms:{}\r\nclock_borrowed_ms:{}\r\nclock_rollbacks:{}\r\n"
+                   "clock_waited_ms:{}\r\ntime_left_ms:{}\r\nsegments_ok:{}\r\n"
+                   "segments_error:{}\r\nsegment_tags:{}\r\n",
+                   s.clock_offset_ms, s.counters.borrowed_ms, s.counters.rollbacks,
+                   s.counters.waited_ms, s.time_left_ms, int{s.segments_ok},
+                   one_line(s.segments_error), s.tags.size());
+    // Tag names may hold ':', so the name goes in the value, as Redis's "db0:keys=..".
+    for (size_t i = 0; i < s.tags.size(); ++i) {
+      const SegmentBufferStats& t = s.tags[i].stats;
+      fmt::format_to(to,
+                     "segment_tag_{}:name={},step={},first={},count={},used={},next_ready={},"
+                     "fetching={},fetches={},fetch_failures={},last_fetch_ms={}\r\n",
+                     i, s.tags[i].tag, t.step, t.current_first, t.current_count, t.current_used,
+                     int{t.next_ready}, int{t.fetching}, t.fetches, t.fetch_failures,
+                     t.last_fetch_ms);
+    }
+  }
+}
+
+Answer RespSession::info(Args args, std::string& out) {
+  static constexpr std::string_view kSections[] = {"server", "stats", "idforge"};
+  std::string body;
+  if (args.size() == 1) {
+    for (std::string_view section : kSections) put_info(section, body);
+  } else {
+    for (size_t i = 1; i < args.size(); ++i) {
+      const std::string name = lower(args[i]);
+      if (name == "all" || name == "everything" || name == "default") {
+        body.clear();
+        for (std::string_view section : kSections) put_info(section, body);
+        break;
+      }
+      put_info(name, body);  // an unknown section adds nothing, as in Redis
+    }
+  }
+  put_bulk(out, body);
+  return {};
+}
+
+Answer RespSession::command(Args args, std::string& out) {
+  // Just enough for redis-cli and client libraries that ask at start-up.
+  if (args.size() == 1) {
+    out += "*0\r\n";
+  } else if (iequals(args[1], "docs")) {
+    put_map(out, 0);
+  } else if (iequals(args[1], "count") && args.size() == 2) {
+    put_number(out, ':', std::size(kCommands));
+  } else if (iequals(args[1], "list") && args.size() == 2) {
+    put_number(out, '*', std::size(kCommands));
+    for (const CommandSpec& spec : kCommands) put_bulk(out, spec.name);
+  } else if (iequals(args[1], "info")) {
+    put_number(out, '*', args.size() - 2);
+    for (size_t i = 2; i < args.size(); ++i) put_null(out);
+  } else if (iequals(args[1], "count") || iequals(args[1], "list")) {
+    put_error(
+        out, fmt::format("ERR wrong number of arguments for 'command|{}' command", lower(args[1])));
+    return {400};
+  } else {
+    put_error(out,
+              fmt::format("ERR unknown subcommand {}. Try COMMAND HELP.", quote_text(args[1])));
+    return {400};
+  }
+  return {};
+}
+
+Answer RespSession::client(Args args, std::string& out) {
+  const std::string_view sub = args[1];
+  size_t arity = 0;  // 0: unknown subcommand
+  if (iequals(sub, "setname")) arity = 3;
+  if (iequals(sub, "getname") || iequals(sub, "id") || iequals(sub, "info")) arity = 2;
+  if (iequals(sub, "setinfo")) arity = 4;
+  if (arity == 0) {
+    put_error(out, fmt::format("ERR unknown subcommand {}. Try CLIENT HELP.", quote_text(sub)));
+    return {400};
+  }
+  if (args.size() != arity) {
+    put_error(out,
+              fmt::format("ERR wrong number of arguments for 'client|{}' command", lower(sub)));
+    return {400};
+  }
+  if (iequals(sub, "setname")) {
+    if (!valid_client_name(args[2])) {
+      put_error(out, "ERR Client names cannot contain spaces, newlines or special characters.");
+      return {400};
+    }
+    name_ = args[2];
+    put_simple(out, "OK");
+  } else if (iequals(sub, "getname")) {
+    if (name_.empty()) {
+      put_null(out);
+    } else {
+      put_bulk(out, name_);
+    }
+  } else if (iequals(sub, "id")) {
+    put_number(out, ':', id_);
+  } else if (iequals(sub, "info")) {
+    put_bulk(out, fmt::format("id={} name={} resp={}\n", id_, name_, proto_));
+  } else {  // setinfo: library name and version, accepted and not kept
+    put_simple(out, "OK");
+  }
+  return {};
+}
+
+Answer RespSession::select(Args args, std::string& out) {
+  long long index = 0;
+  const char* end = args[1].data() + args[1].size();
+  auto [ptr, ec] = std::from_chars(args[1].data(), end, index);
+  if (ec != std::errc() || ptr != end) {
+    put_error(out, "ERR value is not an integer or out of range");
+    return {400};
+  }
+  if (index != 0) {  // one keyspace; database 0 keeps clients that select it happy
+    put_error(out, "ERR DB index is out of range");
+    return {400};
+  }
+  put_simple(out, "OK");
+  return {};
+}
+
+Answer RespSession::quit(Args, std::string& out) {
+  put_simple(out, "OK");
+  return {200, Next::kClose};
+}
+
+}  // namespace
+
+SessionFactory make_resp_session_factory(IdService& service, RespOptions options) {
+  (void)options;
+  auto next_id = std::make_shared<std::atomic<uint64_t>>(0);
+  return [&service, next_id]() -> std::unique_ptr<Session> {
+    // Relaxed: the ids only need to differ, not to order anything.
+    return std::make_unique<RespSession>(service,
+                                         next_id->fetch_add(1, std::memory_order_relaxed) + 1);
+  };
+}
+
+}  // namespace idforge::server

@@ -1,0 +1,37 @@
+// The Redis-protocol front end (docs/api.md, "RESP"): a Session that reads commands with
+// RespParser, answers them from IdService and formats RESP2, or RESP3 after `HELLO 3`.
+// Commands: PING, ECHO, HELLO, INCR, ID.NEXT, ID.SNOWFLAKE, ID.UUID7, ID.ULID,
+// ID.DECODE, INFO, COMMAND, CLIENT, SELECT, QUIT.
+//
+// Answers to INCR, ID.NEXT and ID.SNOWFLAKE are written straight into the output buffer
+// with no allocation per answer. A segment request the tag's buffer cannot fill at once
+// becomes a kBlocking step that waits on the store (IdService::segment) off the I/O
+// thread; everything else is answered inline.
+//
+// Every command is counted in the service's metrics (protocol "resp"): the route (INCR
+// and ID.NEXT are "segment", PING/HELLO/INFO/... are "other", an unknown command is
+// "not_found") and a status of 200, or 400/404/500/503 by the error's kind; a protocol
+// error counts as "other" 400. IDs are counted by IdService itself, not here.
+//
+// Errors are "-ERR <code>: <message>" (the codes of the HTTP errors) for what IdService
+// refuses, Redis's own wording for unknown commands and wrong arity, and the connection
+// stays open; a protocol error (RespParser's limits) answers "-ERR Protocol error: ..."
+// and closes, as Redis does.
+//
+// A session belongs to one connection; the factory may be called from any thread.
+#pragma once
+
+#include "server/id_service.h"
+#include "server/session.h"
+
+namespace idforge::server {
+
+struct RespOptions {
+  // Nothing to tune yet: the protocol limits are RespParser's and the request limits
+  // (max_count, segment_wait_ms) are the service's.
+};
+
+// `service` must outlive every session the factory makes.
+SessionFactory make_resp_session_factory(IdService& service, RespOptions options = {});
+
+}  // namespace idforge::server
