@@ -199,6 +199,9 @@ void Connection::process() {
       case Session::Next::kClose:
         close_after_write_ = true;
         break;
+      case Session::Next::kFlush:
+        feed_after_write_ = true;
+        break;
       case Session::Next::kNeedMore:
         break;
     }
@@ -266,6 +269,16 @@ void Connection::flush() {
   }
   if (close_after_write_ || draining_) {
     close();
+    return;
+  }
+  if (feed_after_write_) {
+    // Through the loop rather than a call: fair to the other connections, and no
+    // recursion when every write completes at once.
+    feed_after_write_ = false;
+    state_ = State::kRunning;
+    boost::asio::post(loop_.ctx, [self = shared_from_this()] {
+      if (self->state_ != State::kClosed) self->process();
+    });
     return;
   }
   start_read();

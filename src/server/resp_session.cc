@@ -286,6 +286,7 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
       closed_ = true;
       return {pos, Next::kClose, {}};
     }
+    if (out.size() >= kFlushBytes) return {pos, Next::kFlush, {}};
   }
 }
 

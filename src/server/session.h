@@ -8,6 +8,7 @@
 //            erase s.consumed bytes from in
 //            s.next == kBlocking: run s.blocking(out) on the worker pool, then loop again
 //            s.next == kNeedMore: write out, read more
+//            s.next == kFlush:    write out, then loop again without reading
 //            s.next == kClose:    write out, then close
 #pragma once
 
@@ -25,7 +26,12 @@ class Session {
     kNeedMore,  // answered every complete request in `in`; read more bytes
     kBlocking,  // the next request must wait on a backend: run `blocking` off the I/O thread
     kClose,     // write `out`, then close the connection (QUIT, Connection: close, bad input)
+    // `out` reached kFlushBytes: write it, then call feed() again on the rest. Bounds the
+    // memory one connection's pipelined requests can make the server hold: without it,
+    // 1 MiB of pipelined "ID.UUID7 10000" would be answered as gigabytes at once.
+    kFlush,
   };
+  static constexpr size_t kFlushBytes = 256 * 1024;
   struct Step {
     size_t consumed = 0;  // bytes of `in` fully handled (their answers are in `out`)
     Next next = Next::kNeedMore;

@@ -116,7 +116,10 @@ struct Driven {
   std::string out;
   bool closed = false;
   int jobs = 0;         // kBlocking steps run
+  int flushes = 0;      // kFlush steps
+  size_t most_out = 0;  // the largest `out` a step left
   size_t leftover = 0;  // bytes not consumed at the end
+  size_t written = 0;   // bytes of `out` a kFlush step handed to the "runtime"
 };
 
 // Feeds `in` as the runtime does: erase what was consumed, run kBlocking jobs inline,
@@ -126,6 +129,12 @@ Driven drive(Session& session, std::string in, Driven run = {}) {
     Session::Step step = session.feed(in, run.out);
     EXPECT_LE(step.consumed, in.size());
     in.erase(0, std::min(step.consumed, in.size()));
+    run.most_out = std::max(run.most_out, run.out.size() - run.written);
+    if (step.next == Next::kFlush) {
+      ++run.flushes;
+      run.written = run.out.size();  // the runtime writes it out here
+      continue;
+    }
     if (step.next == Next::kBlocking) {
       EXPECT_TRUE(step.blocking);
       if (!step.blocking) break;
@@ -479,6 +488,22 @@ TEST_F(RespSessionTest, PipelinedAnswersComeInOrderAlsoByteByByte) {
     want.replace(want.find(from), from.size(), to);
   }
   EXPECT_EQ(slow.out, want);
+}
+
+// A pipeline whose answers dwarf it (each ID.UUID7 10000 is ~400 KB of answer) is
+// answered in bounded steps, all of it, in order.
+TEST_F(RespSessionTest, BigAnswersToAPipelineAreFlushedInSteps) {
+  std::string pipeline;
+  for (int i = 0; i < 20; ++i) pipeline += "ID.UUID7 10000\r\n";
+  pipeline += "PING\r\n";
+  Driven run = send(pipeline);
+  EXPECT_FALSE(run.closed);
+  EXPECT_EQ(run.leftover, 0u);
+  EXPECT_GE(run.flushes, 19);
+  EXPECT_LT(run.most_out, 2 * Session::kFlushBytes) << "at most one answer past the mark";
+  std::vector<Reply> replies = replies_of(run.out);
+  ASSERT_EQ(replies.size(), 21u);
+  EXPECT_EQ(replies.back().text, "PONG");
 }
 
 TEST_F(RespSessionTest, InfoSections) {
