@@ -1,0 +1,135 @@
+#include "server/http_session.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "server/http_parser.h"
+#include "server/http_reply.h"
+#include "server/http_routes.h"
+#include "server/metrics.h"
+
+namespace idforge::server {
+namespace {
+
+constexpr int kHttp = 0;  // Metrics protocol index
+
+using SteadyClock = std::chrono::steady_clock;
+
+double seconds_since(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+std::string_view protocol_error_code(int status) {
+  switch (status) {
+    case 408:
+      return "deadline_exceeded";
+    case 413:
+    case 414:
+    case 431:
+      return "out_of_range";
+    default:
+      return "invalid_argument";
+  }
+}
+
+class HttpSession final : public Session {
+ public:
+  HttpSession(IdService& service, const HttpOptions& options)
+      : service_(service),
+        parser_(HttpLimits{options.max_request_line, options.max_header_bytes, options.max_headers,
+                           options.max_body}),
+        router_(service) {}
+
+  Step feed(std::string_view in, std::string& out) override {
+    Step step;
+    if (closing_) {  // the last answer (a job's) is written: nothing more on this connection
+      step.next = Next::kClose;
+      return step;
+    }
+    size_t pos = 0;
+    while (true) {
+      HttpRequest request;
+      ParseResult parsed = parser_.parse(in.substr(pos), &request);
+      if (parsed.kind == ParseResult::Kind::kNeedMore) {
+        pos += parsed.consumed;
+        partial_ = pos < in.size();
+        step.consumed = pos;
+        step.next = Next::kNeedMore;
+        return step;
+      }
+      if (parsed.kind == ParseResult::Kind::kError) {
+        protocol_error(out, parsed.status, parsed.reason);
+        step.consumed = in.size();
+        step.next = Next::kClose;
+        return step;
+      }
+      pos += parsed.consumed;
+      const auto start = SteadyClock::now();
+      ReplyMode mode;
+      mode.head = request.method == HttpMethod::kHead;
+      mode.close = !request.keep_alive;
+      mode.keep_alive = request.keep_alive && request.version_minor == 0;
+      RouteOutcome outcome = router_.handle(request, mode, out);
+      if (outcome.job) {
+        partial_ = false;
+        closing_ = mode.close;
+        step.consumed = pos;
+        step.next = Next::kBlocking;
+        step.blocking = [service = &service_, route = outcome.route,
+                         job = std::move(outcome.job)](std::string& answer) {
+          const auto job_start = SteadyClock::now();
+          const int status = job(answer);
+          service->metrics().record_request(kHttp, route, status, seconds_since(job_start));
+        };
+        return step;
+      }
+      service_.metrics().record_request(kHttp, outcome.route, outcome.status, seconds_since(start));
+      if (mode.close) {
+        closing_ = true;
+        step.consumed = pos;
+        step.next = Next::kClose;
+        return step;
+      }
+      if (out.size() >= kFlushBytes && pos < in.size()) {
+        step.consumed = pos;
+        step.next = Next::kFlush;
+        return step;
+      }
+    }
+  }
+
+  void on_timeout(std::string& out) override {
+    // Only a request that started gets an answer; an idle connection just closes, since
+    // a 408 there could be read as the answer to a request the client is sending now.
+    if (!partial_ || closing_) return;
+    protocol_error(out, 408, "the request did not arrive in time");
+  }
+
+ private:
+  void protocol_error(std::string& out, int status, std::string_view reason) {
+    ReplyMode mode;
+    mode.close = true;
+    write_error(out, mode, status, protocol_error_code(status), reason);
+    service_.metrics().record_request(kHttp, Route::kNotFound, status, 0);
+    closing_ = true;
+    partial_ = false;
+  }
+
+  IdService& service_;
+  HttpRequestParser parser_;
+  HttpRouter router_;
+  bool partial_ = false;  // bytes of an incomplete request are waiting
+  bool closing_ = false;  // the connection ends after the answers written so far
+};
+
+}  // namespace
+
+SessionFactory make_http_session_factory(IdService& service, HttpOptions options) {
+  return [&service, options]() -> std::unique_ptr<Session> {
+    return std::make_unique<HttpSession>(service, options);
+  };
+}
+
+}  // namespace idforge::server
