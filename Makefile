@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run test test-unit test-tsan test-asan bench format clean
+.PHONY: all deps build run demo test test-unit test-tsan test-asan bench format clean
 
 all: build
 
@@ -16,8 +16,14 @@ build: deps
 	@$(CMAKE) --preset release >/dev/null
 	@$(CMAKE) --build --preset release -j $(JOBS)
 
-# The main job on embedded defaults: a few IDs, then one decoded.
+# The server on embedded defaults (SQLite and local worker ids in ./idforge-data, HTTP
+# on 127.0.0.1:8080, Redis protocol on 127.0.0.1:6380), in the foreground: it prints
+# its URLs; Ctrl-C stops it (gracefully: in-flight requests finish, the lease is freed).
 run: build
+	@build/idforge serve
+
+# The command line on defaults: a few IDs, one decoded, the default layout.
+demo: build
 	@scripts/run-demo build/idforge
 
 # Concurrency tests under ThreadSanitizer, then every test of the release build.

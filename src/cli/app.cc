@@ -58,6 +58,7 @@ int run(int argc, char** argv) {
       "Examples:\n"
       "  idforge next --count 3 --worker 7\n"
       "  idforge parse 910499571847892992\n"
+      "  idforge serve                  # HTTP on 127.0.0.1:8080, Redis protocol on :6380\n"
       "Run 'idforge COMMAND --help' for a command's flags.");
 
   int exit_status = kExitOk;
@@ -72,6 +73,7 @@ int run(int argc, char** argv) {
   add_bench_command(app, exit_status);
   add_tag_command(app, exit_status);
   add_worker_command(app, exit_status);
+  add_serve_command(app, exit_status);
 
   // CLI11 reports a mistyped command, or an unknown option before any command, as a
   // missing command; name the word instead.

@@ -1,0 +1,103 @@
+// ServeConfig: everything `idforge serve` is told, and where each part came from. Four
+// layers, each overriding the one before: defaults, a TOML file (--config FILE or
+// IDFORGE_CONFIG), environment variables IDFORGE_*, flags. One table of settings
+// (serve_settings()) gives each setting its TOML key, variable and flag, so the three
+// names never drift apart and --help, --print-config and docs/operations.md list the
+// same things.
+//
+// Every mistake (unknown key, wrong type, value out of range, unreadable file, bad
+// TOML) is an InvalidArgument whose message names the key as the user wrote it: the
+// file and line with the TOML key, the variable, or the flag.
+//
+// Thread-safety: plain data and pure functions; load_serve_config reads the files the
+// configuration names.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idforge/status.h"
+#include "server/id_service.h"
+#include "server/net_server.h"
+
+namespace idforge::cli {
+
+inline constexpr const char* kDefaultHttp = "127.0.0.1:8080";
+inline constexpr const char* kDefaultResp = "127.0.0.1:6380";
+inline constexpr int64_t kDefaultShutdownGraceMs = 5000;
+
+struct ServeConfig {
+  // IDs, backends and request limits; `layout` is resolved from the three settings
+  // below when loading ends.
+  server::ServiceConfig service;
+  std::string http = kDefaultHttp;  // HOST:PORT; port 0 picks a free one
+  std::string resp = kDefaultResp;
+  server::NetOptions net;
+  int64_t shutdown_grace_ms = kDefaultShutdownGraceMs;  // in-flight requests may finish
+
+  // The Snowflake layout as written: preset name or custom spec, optional epoch/tick.
+  std::string layout = "twitter";
+  std::optional<int64_t> epoch_ms;
+  std::optional<int64_t> tick_ms;
+
+  // When set, service.admin_token was read from this file.
+  std::string admin_token_file;
+  // The TOML file loaded; empty when none.
+  std::string config_file;
+  // Where each setting that is not at its default came from, by TOML key:
+  // "--http", "IDFORGE_HTTP" or "FILE:LINE".
+  std::map<std::string, std::string, std::less<>> origins;
+};
+
+// One setting, as documented.
+struct SettingInfo {
+  std::string_view key;         // TOML key: "http", "snowflake.policy"
+  std::string_view env;         // "IDFORGE_POLICY"
+  std::string_view flag;        // "--policy"
+  std::string_view value_name;  // for --help: "HOST:PORT", "MS", "URL"
+  std::string_view default_text;
+  std::string_view help;
+  bool list = false;  // several values: a TOML array, a repeated flag, commas in the variable
+};
+
+// Every setting, in the order --help, --print-config and the docs show them.
+std::span<const SettingInfo> serve_settings();
+
+// A setting given as text: by an environment variable or a flag.
+struct TextSetting {
+  std::string key;                  // the TOML key
+  std::vector<std::string> values;  // one, or several for a list setting
+  std::string origin;               // "--http", "IDFORGE_HTTP": how messages name it
+};
+
+// The IDFORGE_* variables that `lookup` (getenv) knows, as settings. An empty variable
+// counts as unset; IDFORGE_STORE holds several URLs separated by commas.
+std::vector<TextSetting> env_settings(const std::function<const char*(const char*)>& lookup);
+
+struct ServeSources {
+  std::string config_file;    // empty: no file
+  std::string config_origin;  // "--config" or "IDFORGE_CONFIG", for messages
+  std::vector<TextSetting> env;
+  std::vector<TextSetting> flags;
+};
+
+// Defaults, then the file, then env, then flags; then resolves the layout and reads the
+// admin token file. InvalidArgument naming the key on any mistake.
+Result<ServeConfig> load_serve_config(const ServeSources& sources);
+
+// How messages name a setting: the flag or variable that set it, "FILE:LINE: key" when
+// the config file did, or its flag when it has its default.
+std::string setting_subject(const ServeConfig& config, std::string_view key);
+
+// The configuration as a TOML file that --config reads back: every setting with its
+// effective value, where it came from as a comment, and the admin token's value left
+// out (only whether one is set, and from where).
+std::string format_serve_config(const ServeConfig& config);
+
+}  // namespace idforge::cli
