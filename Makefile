@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run demo test test-unit test-tsan test-asan bench format clean
+.PHONY: all deps build run demo test test-unit test-tsan test-asan bench bench-load screenshot format clean
 
 all: build
 
@@ -33,10 +33,11 @@ test: build test-tsan
 
 test-tsan: deps
 	@$(CMAKE) --preset tsan >/dev/null
-	@$(CMAKE) --build --preset tsan -j $(JOBS) --target idforge_unit_tests
-	@echo "== ThreadSanitizer: concurrency tests"
+	@$(CMAKE) --build --preset tsan -j $(JOBS) --target idforge_unit_tests idforge_net_server_test
+	@echo "== ThreadSanitizer: concurrency tests and the server's event loops"
 	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_unit_tests \
 	  --gtest_filter='*Concurrency*' --gtest_brief=1
+	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_net_server_test --gtest_brief=1
 
 test-asan: deps
 	@$(CMAKE) --preset asan >/dev/null
@@ -46,6 +47,14 @@ test-asan: deps
 bench: build
 	@build/idforge bench --seconds $(SECONDS)
 	@build/bench/idforge_micro_bench --benchmark_min_time=0.2
+
+# The server under load beside redis-server and nginx (docs/benchmarks.md).
+bench-load: build
+	@bench/load/run.sh --idforge build/idforge
+
+# Refreshes docs/img/web-page.png from the browser test.
+screenshot: build
+	@IDFORGE_SCREENSHOT=docs/img/web-page.png scripts/browser-test build/idforge
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
