@@ -185,7 +185,10 @@ void Connection::on_read(const boost::system::error_code& ec, size_t n) {
 }
 
 void Connection::process() {
-  if (pending() > 0) {
+  // After a job the session is asked even without input: its request may have ended
+  // the connection (HTTP's Connection: close), which only feed() can say.
+  const bool after_job = std::exchange(feed_after_job_, false);
+  if (pending() > 0 || after_job) {
     Session::Step step = session_->feed(input(), out_);
     consume(step.consumed);
     switch (step.next) {
@@ -243,6 +246,7 @@ void Connection::on_job_done(bool ok) {
   // Time spent on the job counts neither as idle nor against the next request.
   last_active_ = Clock::now();
   if (pending() > 0) request_start_ = last_active_;
+  feed_after_job_ = true;
   process();
 }
 
@@ -267,10 +271,11 @@ void Connection::flush() {
     out_.clear();
     if (out_.capacity() > kKeepOutput) std::string().swap(out_);
   }
-  if (close_after_write_ || draining_) {
+  if (close_after_write_) {
     close();
     return;
   }
+  // Also when draining: these requests were received, and shutdown finishes them.
   if (feed_after_write_) {
     // Through the loop rather than a call: fair to the other connections, and no
     // recursion when every write completes at once.
@@ -279,6 +284,10 @@ void Connection::flush() {
     boost::asio::post(loop_.ctx, [self = shared_from_this()] {
       if (self->state_ != State::kClosed) self->process();
     });
+    return;
+  }
+  if (draining_) {
+    close();
     return;
   }
   start_read();

@@ -150,7 +150,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   State state_ = State::kNew;
   bool draining_ = false;
   bool close_after_write_ = false;
-  bool feed_after_write_ = false;  // the session said kFlush: more answers are due
+  bool feed_after_write_ = false;
+  bool feed_after_job_ = false;  // a job just finished: ask the session even without input  // the
+                                 // session said kFlush: more answers are due
 
   // Input: bytes [begin_, end_) of buf_ are received and not yet consumed. Reused for
   // the connection's life; grows only when one request does not fit.
