@@ -70,37 +70,66 @@ std::string_view route_name(Route route) {
   return "unknown";
 }
 
+Metrics::Shard& Metrics::shard() {
+  static std::atomic<unsigned> next_shard{0};
+  thread_local const unsigned mine = next_shard.fetch_add(1, std::memory_order_relaxed);
+  return shards_[mine % kShards];
+}
+
+uint64_t Metrics::sum_requests(size_t slot) const {
+  uint64_t n = 0;
+  for (const Shard& s : shards_) n += s.requests[slot].load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t Metrics::latency_sum_us(int protocol) const {
+  uint64_t n = 0;
+  for (const Shard& s : shards_) {
+    n += s.latency_sum_us[static_cast<size_t>(protocol)].load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
+uint64_t Metrics::sum_latency(size_t slot) const {
+  uint64_t n = 0;
+  for (const Shard& s : shards_) n += s.latency[slot].load(std::memory_order_relaxed);
+  return n;
+}
+
 void Metrics::record_request(int protocol, Route route, int status, double seconds) {
   protocol = std::clamp(protocol, 0, kProtocols - 1);
   const int r = std::clamp(static_cast<int>(route), 0, kRoutes - 1);
-  requests_[static_cast<size_t>((protocol * kRoutes + r) * kStatusSlots + status_slot(status))]
-      .fetch_add(1, std::memory_order_relaxed);
+  Shard& s = shard();
+  s.requests[request_slot(protocol, r, status_slot(status))].fetch_add(1,
+                                                                       std::memory_order_relaxed);
   int bucket = 0;
   while (bucket < kBuckets - 1 && seconds > kLatencyBuckets[static_cast<size_t>(bucket)]) ++bucket;
-  latency_[static_cast<size_t>(protocol * kBuckets + bucket)].fetch_add(1,
-                                                                        std::memory_order_relaxed);
-  latency_sum_us_[static_cast<size_t>(protocol)].fetch_add(
+  s.latency[static_cast<size_t>(protocol * kBuckets + bucket)].fetch_add(1,
+                                                                         std::memory_order_relaxed);
+  s.latency_sum_us[static_cast<size_t>(protocol)].fetch_add(
       static_cast<uint64_t>(std::max(0.0, seconds) * 1e6), std::memory_order_relaxed);
 }
 
 void Metrics::record_ids(IdKind kind, uint64_t count) {
-  ids_[static_cast<size_t>(kind)].fetch_add(count, std::memory_order_relaxed);
+  shard().ids[static_cast<size_t>(kind)].fetch_add(count, std::memory_order_relaxed);
 }
 
 uint64_t Metrics::requests(int protocol, Route route, int status) const {
-  return requests_[static_cast<size_t>((protocol * kRoutes + static_cast<int>(route)) *
-                                           kStatusSlots +
-                                       status_slot(status))]
-      .load(std::memory_order_relaxed);
+  return sum_requests(request_slot(protocol, static_cast<int>(route), status_slot(status)));
 }
 
 uint64_t Metrics::ids(IdKind kind) const {
-  return ids_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+  uint64_t n = 0;
+  for (const Shard& s : shards_)
+    n += s.ids[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+  return n;
 }
 
 uint64_t Metrics::total_requests() const {
   uint64_t total = 0;
-  for (const auto& n : requests_) total += n.load(std::memory_order_relaxed);
+  for (const Shard& s : shards_) {
+    for (const auto& n : s.requests) total += n.load(std::memory_order_relaxed);
+  }
   return total;
 }
 
@@ -114,9 +143,7 @@ std::string Metrics::render(const IdService& service) const {
   for (int p = 0; p < kProtocols; ++p) {
     for (int r = 0; r < kRoutes; ++r) {
       for (int st = 0; st < kStatusSlots; ++st) {
-        const uint64_t n =
-            requests_[static_cast<size_t>((p * kRoutes + r) * kStatusSlots + st)].load(
-                std::memory_order_relaxed);
+        const uint64_t n = sum_requests(request_slot(p, r, st));
         if (n == 0) continue;
         const std::string status = st < static_cast<int>(kStatuses.size())
                                        ? std::to_string(kStatuses[static_cast<size_t>(st)])
@@ -133,7 +160,7 @@ std::string Metrics::render(const IdService& service) const {
   for (int p = 0; p < kProtocols; ++p) {
     uint64_t cumulative = 0;
     for (int b = 0; b < kBuckets; ++b) {
-      cumulative += latency_[static_cast<size_t>(p * kBuckets + b)].load(std::memory_order_relaxed);
+      cumulative += sum_latency(static_cast<size_t>(p * kBuckets + b));
       const std::string le =
           b < kBuckets - 1 ? fmt::format("{}", kLatencyBuckets[static_cast<size_t>(b)]) : "+Inf";
       fmt::format_to(to(),
@@ -142,9 +169,7 @@ std::string Metrics::render(const IdService& service) const {
     }
     fmt::format_to(to(), "idforge_request_duration_seconds_sum{{protocol=\"{}\"}} {}\n",
                    kProtocolNames[static_cast<size_t>(p)],
-                   static_cast<double>(
-                       latency_sum_us_[static_cast<size_t>(p)].load(std::memory_order_relaxed)) /
-                       1e6);
+                   static_cast<double>(latency_sum_us(p)) / 1e6);
     fmt::format_to(to(), "idforge_request_duration_seconds_count{{protocol=\"{}\"}} {}\n",
                    kProtocolNames[static_cast<size_t>(p)], cumulative);
   }
