@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run demo test test-unit test-tsan test-asan bench bench-load screenshot format clean
+.PHONY: all deps build run demo test test-unit test-tsan test-asan test-fuzz bench bench-load fuzz screenshot format clean
 
 all: build
 
@@ -26,10 +26,16 @@ run: build
 demo: build
 	@scripts/run-demo build/idforge
 
-# Concurrency tests under ThreadSanitizer, then every test of the release build.
-# ctest runs last so that its summary line closes the output.
-test: build test-tsan
-	@ctest --test-dir build --output-on-failure --no-label-summary -j $(JOBS)
+# Concurrency tests under ThreadSanitizer; unit, server and integration tests under
+# ASan + UBSan; each fuzz target for a few seconds; then the release binary's tests (e2e,
+# browser, the short torture run). ctest runs last so its summary line closes the output.
+test: build test-tsan test-asan test-fuzz
+	@ctest --test-dir build --output-on-failure --no-label-summary -j $(JOBS) \
+	  -LE 'unit|server|integration'
+
+# A few seconds per fuzz target, built in the ASan tree (make fuzz for real runs).
+test-fuzz: test-asan
+	@FUZZ_PRESET=asan FUZZ_BUILD=build-asan scripts/fuzz 3
 
 test-tsan: deps
 	@$(CMAKE) --preset tsan >/dev/null
@@ -39,10 +45,17 @@ test-tsan: deps
 	  --gtest_filter='*Concurrency*' --gtest_brief=1
 	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_net_server_test --gtest_brief=1
 
+# Unit, server and integration tests under AddressSanitizer + UndefinedBehaviorSanitizer
+# (clang 14). The e2e tests run the release binary in `make test`.
+ASAN_TARGETS = idforge idforge_unit_tests idforge_integration_tests \
+  $(patsubst tests/server/%.cc,idforge_%,$(wildcard tests/server/*_test.cc))
 test-asan: deps
 	@$(CMAKE) --preset asan >/dev/null
-	@$(CMAKE) --build --preset asan -j $(JOBS)
-	@ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	@$(CMAKE) --build --preset asan -j $(JOBS) --target $(ASAN_TARGETS)
+	@echo "== AddressSanitizer + UBSan: unit, server and integration tests"
+	@ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
+	  ctest --test-dir build-asan --output-on-failure --no-label-summary -j $(JOBS) \
+	  -L 'unit|server|integration'
 
 bench: build
 	@build/idforge bench --seconds $(SECONDS)
@@ -51,6 +64,10 @@ bench: build
 # The server under load beside redis-server and nginx (docs/benchmarks.md).
 bench-load: build
 	@bench/load/run.sh --idforge build/idforge
+
+# libFuzzer targets (clang), each for SECONDS (docs/reliability.md, "Fuzzing").
+fuzz: deps
+	@scripts/fuzz $(SECONDS)
 
 # Refreshes docs/img/web-page.png from the browser test.
 screenshot: build

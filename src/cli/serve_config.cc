@@ -206,9 +206,77 @@ Status apply_toml_entry(const std::string& path, std::string_view section, std::
   return Status::Ok();
 }
 
+// toml++ 3.3.0 (Debian 12) has undefined behaviour on some non-ASCII bytes outside
+// strings and comments (found by fuzz_config; fixed upstream after 3.3.0). TOML allows
+// them nowhere else, so refuse them here, with their position, before toml++ sees them.
+Status check_non_ascii(std::string_view text, const std::string& path) {
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+  constexpr std::string_view kTripleDouble = "\"\"\"";
+  constexpr std::string_view kTripleSingle = "'''";
+  In in = In::kCode;
+  size_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const std::string_view rest = text.substr(i);
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+      if (in == In::kComment) in = In::kCode;
+      continue;
+    }
+    switch (in) {
+      case In::kCode:
+        if (static_cast<unsigned char>(c) >= 0x80) {
+          return Status::InvalidArgument(fmt::format(
+              "{}:{}:{}: invalid TOML: a non-ASCII character outside a string or comment", path,
+              line, i - line_start + 1));
+        }
+        if (c == '#') {
+          in = In::kComment;
+        } else if (rest.starts_with(kTripleDouble)) {
+          in = In::kMultiBasic;
+          i += 2;
+        } else if (rest.starts_with(kTripleSingle)) {
+          in = In::kMultiLiteral;
+          i += 2;
+        } else if (c == '"') {
+          in = In::kBasic;
+        } else if (c == '\'') {
+          in = In::kLiteral;
+        }
+        break;
+      case In::kComment:
+        break;
+      case In::kBasic:
+      case In::kMultiBasic:
+        if (c == '\\') {
+          ++i;  // an escape: the next character closes nothing
+        } else if (in == In::kBasic && c == '"') {
+          in = In::kCode;
+        } else if (in == In::kMultiBasic && rest.starts_with(kTripleDouble)) {
+          in = In::kCode;
+          i += 2;
+        }
+        break;
+      case In::kLiteral:
+        if (c == '\'') in = In::kCode;
+        break;
+      case In::kMultiLiteral:
+        if (rest.starts_with(kTripleSingle)) {
+          in = In::kCode;
+          i += 2;
+        }
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
 Status apply_toml_file(const std::string& path, const std::string& origin, ServeConfig& config) {
   Result<std::string> text = read_small_file(path, origin, "config file");
   if (!text.ok()) return text.status();
+  IDFORGE_RETURN_IF_ERROR(check_non_ascii(*text, path));
   toml::table root;
   try {
     root = toml::parse(*text, path);

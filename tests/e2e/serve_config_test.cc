@@ -355,6 +355,22 @@ TEST_F(ServeConfigTest, MissingOrMalformedFiles) {
       is_usage_error(print_config({"--admin-token-file", write("empty", "\n")}), "is empty"));
 }
 
+// Non-ASCII bytes outside strings and comments are undefined behaviour in the packaged
+// toml++ (found by fuzz_config); they are refused with their position first, while the
+// same bytes inside strings and comments stay fine.
+TEST_F(ServeConfigTest, NonAsciiOutsideStringsIsRefusedWithItsPosition) {
+  const std::string bad = write("bad.toml", "# caf\xc3\xa9 ok\n\xc3\xb4 = 1\n");
+  RunResult r = print_config({"--config", bad});
+  EXPECT_TRUE(is_usage_error(r, bad + ":2:1: invalid TOML: a non-ASCII character"));
+  const std::string good =
+      write("good.toml",
+            "# r\xc3\xa9sum\xc3\xa9\ndata_dir = \"/tmp/caf\xc3\xa9\" # \xc3\xb4\n"
+            "[worker]\nidentity = '''n\xc3\xb6"
+            "de'''\n");
+  r = print_config({"--config", good});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(ServeConfigTest, TokenAndTokenFileInOneLayerContradict) {
   const std::string token = write("token", "abc\n");
   const std::string file =
