@@ -98,6 +98,8 @@ class SegmentBuffer {
   // Claims up to `want` IDs of the current segment; false sends the caller to the slow
   // path (segment used up, none yet, or a slot being rewritten under a slow reader).
   bool try_take(uint64_t want, Take* out);
+  // Takes up to out.size() IDs, waiting for the store only when may_wait.
+  Result<size_t> fill(std::span<uint64_t> out, bool may_wait);
   // Returns Ok when the caller should try again. With may_wait false it never waits:
   // it sets *would_wait and returns Ok when only waiting would help.
   Status slow_path(uint64_t seen_gen, bool may_wait = true, bool* would_wait = nullptr);

@@ -88,19 +88,14 @@ Result<uint64_t> SegmentBuffer::next() {
 }
 
 Status SegmentBuffer::next_batch(std::span<uint64_t> out) {
-  size_t filled = 0;
-  while (filled < out.size()) {
-    Take t;
-    if (try_take(std::min<uint64_t>(out.size() - filled, kMaxClaim), &t)) {
-      for (uint64_t i = 0; i < t.count; ++i) out[filled++] = t.first + i * t.stride;
-      continue;
-    }
-    IDFORGE_RETURN_IF_ERROR(slow_path(t.gen));
-  }
-  return Status::Ok();
+  return fill(out, /*may_wait=*/true).status();
 }
 
 Result<size_t> SegmentBuffer::try_next_batch(std::span<uint64_t> out) {
+  return fill(out, /*may_wait=*/false);
+}
+
+Result<size_t> SegmentBuffer::fill(std::span<uint64_t> out, bool may_wait) {
   size_t filled = 0;
   while (filled < out.size()) {
     Take t;
@@ -109,7 +104,7 @@ Result<size_t> SegmentBuffer::try_next_batch(std::span<uint64_t> out) {
       continue;
     }
     bool would_wait = false;
-    IDFORGE_RETURN_IF_ERROR(slow_path(t.gen, /*may_wait=*/false, &would_wait));
+    IDFORGE_RETURN_IF_ERROR(slow_path(t.gen, may_wait, &would_wait));
     if (would_wait) break;
   }
   return filled;
@@ -150,7 +145,7 @@ Status SegmentBuffer::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wa
     cursor_.store((current_gen_ << kOffsetBits) | count, std::memory_order_release);
     start_fetch_locked();
     if (!may_wait) {
-      *would_wait = true;
+      if (would_wait != nullptr) *would_wait = true;
       return Status::Ok();
     }
     if (!counted) {

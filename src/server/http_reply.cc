@@ -106,29 +106,6 @@ void write_reply(std::string& out, const ReplyMode& mode, int status, std::strin
   if (!mode.head) out.append(body);
 }
 
-int http_status_of(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-      return 409;
-    case StatusCode::kUnavailable:
-    case StatusCode::kClockBackwards:
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kDeadlineExceeded:
-      return 503;
-    case StatusCode::kIoError:
-    case StatusCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
-
 void write_error(std::string& out, const ReplyMode& mode, int status, std::string_view code,
                  std::string_view message, std::string_view extra_headers) {
   std::string body;

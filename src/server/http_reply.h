@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "idforge/status.h"
+#include "server/metrics.h"
 
 namespace idforge::server {
 
@@ -29,9 +30,6 @@ std::string_view reason_phrase(int status);
 // lines.
 void write_reply(std::string& out, const ReplyMode& mode, int status, std::string_view content_type,
                  std::string_view body, std::string_view extra_headers = {});
-
-// The HTTP status docs/api.md gives each error code (400, 404, 409, 503, 500).
-int http_status_of(StatusCode code);
 
 // Appends `{"error":{"code":"<code>","message":"<message>"}}` with `status`.
 void write_error(std::string& out, const ReplyMode& mode, int status, std::string_view code,

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "idforge/status.h"
+
 namespace idforge::server {
 
 class IdService;
@@ -38,6 +40,9 @@ enum class Route {
   kCount_,
 };
 std::string_view route_name(Route route);
+
+// The HTTP status an error answers with (docs/api.md); RESP counts its errors by it too.
+int http_status_of(StatusCode code);
 
 // Latency buckets (seconds) of the request histogram.
 inline constexpr std::array<double, 12> kLatencyBuckets = {

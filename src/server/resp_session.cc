@@ -75,28 +75,10 @@ void put_ids(std::string& out, std::span<const uint64_t> ids, bool as_array) {
   for (uint64_t id : ids) put_number(out, ':', id);
 }
 
-// The metrics status of an error, as the HTTP front end maps it.
-int status_of(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kUnavailable:
-    case StatusCode::kClockBackwards:
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kDeadlineExceeded:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
 // "-ERR not_found: tag 'x' does not exist"; returns the metrics status.
 int put_status(std::string& out, const Status& status) {
   put_error(out, fmt::format("ERR {}: {}", status_code_name(status.code()), status.message()));
-  return status_of(status.code());
+  return http_status_of(status.code());
 }
 
 bool iequals(std::string_view a, std::string_view lower) {
