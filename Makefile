@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run demo test test-unit test-tsan test-asan test-fuzz bench bench-load fuzz screenshot format clean
+.PHONY: all deps build run demo test test-unit test-tsan test-asan test-fuzz bench bench-load fuzz torture screenshot format clean
 
 all: build
 
@@ -68,6 +68,12 @@ bench-load: build
 # libFuzzer targets (clang), each for SECONDS (docs/reliability.md, "Fuzzing").
 fuzz: deps
 	@scripts/fuzz $(SECONDS)
+
+# The torture run for MINUTES (docs/reliability.md, "Torture run"); a short version
+# runs in make test.
+MINUTES ?= 10
+torture: build
+	@scripts/torture $(MINUTES)
 
 # Refreshes docs/img/web-page.png from the browser test.
 screenshot: build

@@ -1,0 +1,325 @@
+#include "cluster.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <glob.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "wire.h"
+
+namespace idforge::torture {
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// The port after "PREFIX127.0.0.1:" in the server's start-up line; 0 if absent.
+int port_after(const std::string& out, const std::string& prefix) {
+  const size_t at = out.find(prefix);
+  if (at == std::string::npos) return 0;
+  const size_t colon = out.find(':', at + prefix.size());
+  if (colon == std::string::npos) return 0;
+  return std::atoi(out.c_str() + colon + 1);
+}
+
+bool port_is_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// libfaketime's offset syntax: signed seconds with a fraction.
+std::string offset_text(int64_t offset_ms) {
+  const int64_t magnitude = offset_ms < 0 ? -offset_ms : offset_ms;
+  return fmt::format("{}{}.{:03}\n", offset_ms < 0 ? '-' : '+', magnitude / 1000, magnitude % 1000);
+}
+
+// `"key":value` of a JSON object, as text (enough for the status's numbers and words).
+std::string json_field(const std::string& body, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = body.find(k);
+  if (at == std::string::npos) return "?";
+  size_t begin = at + k.size();
+  if (begin < body.size() && body[begin] == '"') ++begin;
+  const size_t end = body.find_first_of(",\"}", begin);
+  return body.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+}  // namespace
+
+std::string lease_summary(const ServerProc& server) {
+  const HttpAnswer a = http_get(server.http_port.load(), "/v1/status", std::chrono::seconds(2));
+  if (a.status != 200) return "no status";
+  return fmt::format("slot {} ({}{})", json_field(a.body, "slot"), json_field(a.body, "state"),
+                     json_field(a.body, "fenced") == "true" ? ", fenced" : "");
+}
+
+int64_t clock_rollbacks(const ServerProc& server) {
+  const HttpAnswer a = http_get(server.http_port.load(), "/v1/status", std::chrono::seconds(2));
+  if (a.status != 200) return -1;
+  const std::string n = json_field(a.body, "rollbacks");
+  return n == "?" ? -1 : std::atoll(n.c_str());
+}
+
+std::string clock_summary(const ServerProc& server) {
+  const HttpAnswer a = http_get(server.http_port.load(), "/v1/status", std::chrono::seconds(2));
+  if (a.status != 200) return "no status";
+  return fmt::format(
+      "last tick {} ms ahead of its clock, {} ms borrowed, {} ms waited, {} "
+      "rollbacks seen",
+      json_field(a.body, "offset_ms"), json_field(a.body, "borrowed_ms"),
+      json_field(a.body, "waited_ms"), json_field(a.body, "rollbacks"));
+}
+
+Status Service::start() {
+  const RunResult r = run_command(
+      {script_, "start", kind_, dir_, "--owner", std::to_string(getpid())}, dir_ + ".start");
+  url_ = trim(r.out);
+  if (r.exit_code != 0 || url_.empty()) {
+    return Status::Unavailable(fmt::format("test-services start {} failed (exit {}): {}", kind_,
+                                           r.exit_code, trim(r.err)));
+  }
+  return Status::Ok();
+}
+
+Status Service::stop() {
+  const RunResult r = run_command({script_, "stop", dir_}, dir_ + ".stop");
+  if (r.exit_code != 0) {
+    return Status::IoError(fmt::format("test-services stop {}: {}", kind_, trim(r.err)));
+  }
+  return Status::Ok();
+}
+
+Status Service::restart() {
+  const RunResult r = run_command({script_, "restart", dir_, "--owner", std::to_string(getpid())},
+                                  dir_ + ".restart");
+  if (r.exit_code != 0 || trim(r.out) != url_) {
+    return Status::IoError(fmt::format("test-services restart {}: {}", kind_, trim(r.err)));
+  }
+  return Status::Ok();
+}
+
+int pick_port() {
+  static std::mt19937 rng(std::random_device{}());
+  // Below 32768, Linux's ephemeral range, so that no outgoing connection takes it
+  // between two starts; the test-services script draws 20000-32000, we draw above it.
+  std::uniform_int_distribution<int> dist(32000, 32700);
+  for (int i = 0; i < 500; ++i) {
+    const int port = dist(rng);
+    if (port_is_free(port)) return port;
+  }
+  return 0;
+}
+
+std::string find_faketime_library() {
+  glob_t found{};
+  std::string path;
+  if (glob("/usr/lib/*/faketime/libfaketimeMT.so.1", 0, nullptr, &found) == 0 &&
+      found.gl_pathc > 0) {
+    path = found.gl_pathv[0];
+  }
+  globfree(&found);
+  return path;
+}
+
+HttpAnswer http_get(int port, const std::string& target, std::chrono::milliseconds timeout) {
+  HttpAnswer answer;
+  const auto deadline = Clock::now() + timeout;
+  Connection conn;
+  std::string error;
+  if (!conn.connect(port, deadline, &error)) return answer;
+  const std::string request =
+      "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (!conn.send_all(request, deadline, &error)) return answer;
+  HttpReply reply;
+  while (true) {
+    const ParseResult r = parse_http_reply(conn.buffer(), &reply);
+    if (r == ParseResult::kDone) break;
+    if (r == ParseResult::kBad || !conn.read_more(deadline, &error)) return answer;
+  }
+  answer.status = reply.status;
+  answer.body = reply.body;
+  return answer;
+}
+
+ServerProc::ServerProc(int index, ServerConfig config, std::string idforge, std::string work_dir)
+    : index_(index),
+      config_(std::move(config)),
+      idforge_(std::move(idforge)),
+      work_dir_(std::move(work_dir)) {
+  err_path_ = work_dir_ + "/" + config_.name + ".err";
+  offset_path_ = work_dir_ + "/" + config_.name + ".faketime";
+}
+
+bool ServerProc::set_offset(int64_t offset_ms) {
+  offset_ms_ = offset_ms;
+  return write_file_atomically(offset_path_, offset_text(offset_ms));
+}
+
+bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t offset_ms) {
+  if (http_port.load() == 0) {
+    http_port = pick_port();
+    int resp = pick_port();
+    while (resp == http_port.load()) resp = pick_port();
+    resp_port = resp;
+  }
+  if (!set_offset(offset_ms)) {
+    last_failure_ = "cannot write " + offset_path_;
+    return false;
+  }
+  const int number = incarnation.load() + 1;
+  if (std::FILE* err = std::fopen(err_path_.c_str(), "a")) {
+    std::fprintf(err, "=== torture: start #%d, clock offset %lld ms ===\n", number,
+                 static_cast<long long>(offset_ms));
+    std::fclose(err);
+  }
+  err_before_ = read_file(err_path_).size();
+  std::vector<std::string> argv = {idforge_,     "serve",
+                                   "--http",     fmt::format("127.0.0.1:{}", http_port.load()),
+                                   "--resp",     fmt::format("127.0.0.1:{}", resp_port.load()),
+                                   "--data-dir", config_.data_dir,
+                                   "--identity", config_.identity};
+  argv.insert(argv.end(), common_args.begin(), common_args.end());
+  argv.insert(argv.end(), config_.extra_args.begin(), config_.extra_args.end());
+  SpawnOptions options;
+  out_path_ = fmt::format("{}/{}.{}.out", work_dir_, config_.name, number);
+  options.out_path = out_path_;
+  options.err_path = err_path_;
+  options.env = {"LD_PRELOAD=" + find_faketime_library(), "FAKETIME_TIMESTAMP_FILE=" + offset_path_,
+                 // Re-read the offset file every second (the default is every 10 s);
+                 // reading it on every call would cost a file read per clock read.
+                 "FAKETIME_CACHE_DURATION=1",
+                 // An NTP step moves CLOCK_REALTIME only.
+                 "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+  pid_ = spawn_process(argv, options);
+  if (pid_ < 0) {
+    last_failure_ = "cannot start " + idforge_;
+    return false;
+  }
+  incarnation = number;
+  return true;
+}
+
+StartOutcome ServerProc::await_start(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    const std::string out = read_file(out_path_);
+    if (out.find("idforge serve: resp redis://") != std::string::npos) {
+      if (port_after(out, "http http://") != http_port.load() ||
+          port_after(out, "resp redis://") != resp_port.load()) {
+        last_failure_ = "the server printed other ports than it was given:\n" + out;
+        sigkill();
+        return StartOutcome::kFailed;
+      }
+      up = true;
+      return StartOutcome::kStarted;
+    }
+    if (std::optional<ExitInfo> info = try_reap(pid_)) {
+      pid_ = -1;
+      const std::string err = read_file(err_path_).substr(err_before_);
+      last_failure_ = info->to_string() + ": " + trim(err);
+      if (err.find("behind the high-water mark") != std::string::npos) {
+        return StartOutcome::kRefusedClockBehind;
+      }
+      if (err.find("in use") != std::string::npos && err.find("bind") != std::string::npos) {
+        // Someone took a port meanwhile: the next start picks new ones, and the clients
+        // follow them.
+        http_port = 0;
+        resp_port = 0;
+        return StartOutcome::kPortTaken;
+      }
+      return StartOutcome::kFailed;
+    }
+    if (Clock::now() >= deadline) {
+      last_failure_ = "no start-up lines within the timeout";
+      sigkill();
+      return StartOutcome::kFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+StartOutcome ServerProc::start(const std::vector<std::string>& common_args, int64_t offset_ms,
+                               std::chrono::milliseconds timeout) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (!launch(common_args, offset_ms)) return StartOutcome::kFailed;
+    const StartOutcome outcome = await_start(timeout);
+    if (outcome != StartOutcome::kPortTaken) return outcome;
+  }
+  return StartOutcome::kFailed;
+}
+
+void ServerProc::reap_after_signal() {
+  if (pid_ <= 0) return;
+  if (!wait_for_exit(pid_, std::chrono::seconds(10))) {
+    kill(pid_, SIGKILL);
+    [[maybe_unused]] auto info = wait_for_exit(pid_, std::chrono::seconds(10));
+  }
+  pid_ = -1;
+}
+
+void ServerProc::sigkill() {
+  up = false;
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  reap_after_signal();
+}
+
+void ServerProc::sigstop() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void ServerProc::sigcont() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
+}
+
+std::optional<ExitInfo> ServerProc::terminate(std::chrono::milliseconds timeout) {
+  up = false;
+  if (pid_ <= 0) return std::nullopt;
+  kill(pid_, SIGCONT);  // a stopped process would handle SIGTERM only once resumed
+  kill(pid_, SIGTERM);
+  std::optional<ExitInfo> info = wait_for_exit(pid_, timeout);
+  if (!info) {
+    kill(pid_, SIGKILL);
+    [[maybe_unused]] auto killed = wait_for_exit(pid_, std::chrono::seconds(10));
+  }
+  pid_ = -1;
+  return info;
+}
+
+std::optional<ExitInfo> ServerProc::check_unexpected_exit() {
+  if (pid_ <= 0) return std::nullopt;
+  std::optional<ExitInfo> info = try_reap(pid_);
+  if (info) {
+    up = false;
+    pid_ = -1;
+  }
+  return info;
+}
+
+bool ServerProc::wait_ready(std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (http_get(http_port.load(), "/readyz", std::chrono::seconds(2)).status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+}  // namespace idforge::torture

@@ -1,0 +1,47 @@
+// The faults of the torture run and their schedules. Each fault runs on the main
+// thread while the clients keep pulling IDs, and leaves the cluster running again.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "run.h"
+
+namespace idforge::torture {
+
+enum class FaultKind {
+  kKillRestart,    // SIGKILL a server, start it again at once
+  kClockBack10ms,  // step a running server's wall clock back
+  kClockBack1s,
+  kClockBack30s,
+  kRestartClockBack,    // SIGKILL, wait out the lease, start it with its clock set back
+  kCoordinatorRestart,  // stop Redis/etcd past the lease TTL, start it again
+  kPostgresRestart,     // stop PostgreSQL for a while, start it again
+  kPausePastTtl,        // SIGSTOP past the TTL; a replacement takes over; SIGCONT
+};
+
+inline constexpr FaultKind kAllFaults[] = {
+    FaultKind::kKillRestart,     FaultKind::kClockBack10ms,    FaultKind::kClockBack1s,
+    FaultKind::kClockBack30s,    FaultKind::kRestartClockBack, FaultKind::kCoordinatorRestart,
+    FaultKind::kPostgresRestart, FaultKind::kPausePastTtl};
+
+std::string fault_name(FaultKind kind);
+
+struct Step {
+  FaultKind kind;
+  size_t target = 0;                    // index of the node (server faults)
+  int64_t clock_back_ms = 0;            // kRestartClockBack: how far back
+  std::chrono::milliseconds gap{5000};  // load before this fault
+};
+
+// Every kind once (the restart with clock back twice: 1 s on a default node, 30 s on
+// the node allowed to run ahead), on the nodes whose settings make it interesting.
+std::vector<Step> short_schedule();
+// One round of every kind in a random order, on random nodes, with random gaps.
+std::vector<Step> random_round(Run& run);
+
+void inject(Run& run, const Step& step);
+
+}  // namespace idforge::torture

@@ -1,0 +1,90 @@
+// The state of one torture run, shared by the schedule (faults.cc) and the driver
+// (torture.cc): the services, the servers, what was injected and what went wrong.
+// Used from the main thread only; the client threads see only the ServerProc atomics.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "clients.h"
+#include "cluster.h"
+
+namespace idforge::torture {
+
+struct Options {
+  bool short_run = false;
+  double minutes = 10;
+  uint64_t target_ids = 1'000'000;  // the short run must reach it
+  uint64_t seed = 0;
+  std::string registry = "redis";  // redis or etcd
+  std::string idforge;
+  std::string scripts;
+  bool keep = false;
+  bool sabotage = false;  // two servers share a static worker id: the check must fail
+  double rate = 0;        // IDs per second, all clients together; 0: as fast as they can
+  int ttl_ms = 2000;
+  int threads = 2;  // client threads per protocol per server
+};
+
+class Run {
+ public:
+  explicit Run(Options opts) : options(std::move(opts)), rng(options.seed) {}
+
+  Options options;
+  std::mt19937_64 rng;
+  std::string work_dir;
+  std::unique_ptr<Service> postgres;
+  std::unique_ptr<Service> coordinator;
+  std::vector<std::unique_ptr<ServerProc>> servers;  // the nodes, then the spare (if any)
+  ServerProc* spare = nullptr;
+  std::vector<std::string> common_args;
+  ClientPool* clients = nullptr;
+  Clock::time_point started = Clock::now();
+  double load_s = 1;  // how long the clients ran
+
+  std::map<std::string, int> faults;  // injected, by kind
+  std::map<std::string, int> events;  // notable outcomes (a refused start, ...)
+  std::vector<std::string> failures;  // what makes the run fail, besides duplicates
+
+  // The nodes that take faults (not the spare).
+  size_t node_count() const { return servers.size() - (spare != nullptr ? 1 : 0); }
+
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
+
+  template <typename... Args>
+  void log(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::print("[{:6.1f}s] {}\n", elapsed_s(), fmt::format(format, std::forward<Args>(args)...));
+    std::fflush(stdout);
+  }
+
+  void fail(const std::string& why) {
+    log("FAILURE: {}", why);
+    failures.push_back(why);
+  }
+
+  // Sleeps for `duration` while watching for servers that exit on their own (a crash:
+  // recorded, and the server is started again) and printing progress every 10 s.
+  void idle(std::chrono::milliseconds duration);
+
+  // Starts `server` with its clock `offset_ms` from the real one. A refusal because
+  // the clock is behind the server's stored high-water mark is the designed answer:
+  // it is recorded and, if the server is `required`, its clock is set right (as an
+  // operator would) and it is started again. Returns false if it is not running; a
+  // required server that could not be started is a failure of the run.
+  bool start_server(ServerProc& server, int64_t offset_ms, bool required = true);
+
+ private:
+  Clock::time_point last_progress_ = Clock::now();
+};
+
+// 1234567 -> "1,234,567".
+std::string grouped(uint64_t n);
+
+}  // namespace idforge::torture
