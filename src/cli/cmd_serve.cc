@@ -135,7 +135,17 @@ int serve(const ServeConfig& config) {
   std::signal(SIGPIPE, SIG_IGN);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  Result<std::unique_ptr<server::IdService>> started = server::IdService::start(config.service);
+  // DESIGN.md section 5: the identity is host:port unless configured, so a restarted
+  // server gets its old slot back and two servers on one host keep theirs apart.
+  server::ServiceConfig service_config = config.service;
+  if (service_config.identity.empty()) {
+    Result<server::Endpoint> endpoint = server::parse_endpoint(config.http);
+    if (endpoint.ok() && endpoint->port != 0) {
+      service_config.identity = fmt::format("{}:{}", host_name(), endpoint->port);
+    }
+  }
+  Result<std::unique_ptr<server::IdService>> started =
+      server::IdService::start(std::move(service_config));
   if (!started.ok()) return fail(started.status());
   std::unique_ptr<server::IdService> service = std::move(started).value();
 

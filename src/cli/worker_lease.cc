@@ -24,11 +24,15 @@ void add_registry_flags(CLI::App& cmd, RegistryFlags& flags, bool required, bool
   }
 }
 
+std::string host_name() {
+  char host[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
+}
+
 std::string identity_of(const RegistryFlags& flags) {
   if (flags.identity) return *flags.identity;
-  char host[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost:cli";
-  return std::string(host) + ":cli";
+  return host_name() + ":cli";
 }
 
 }  // namespace idforge::cli
