@@ -46,7 +46,7 @@ struct ServiceConfig {
   std::string data_dir = "./idforge-data";
   std::vector<std::string> store_urls;  // empty: sqlite:<data_dir>/segments.db
   std::string registry_url;             // empty: local:<data_dir>/workers
-  std::string identity;                 // empty: <hostname>:serve (idforge serve: <hostname>:<http port>)
+  std::string identity;  // empty: <hostname>:serve (idforge serve: <hostname>:<http port>)
   // Requests.
   uint64_t max_count = kDefaultMaxCount;  // most IDs one request may ask for
   int64_t segment_wait_ms = 1000;         // longest a request waits for a segment

@@ -60,27 +60,18 @@ std::string get_request(const std::string& path, const std::string& extra_header
   return ::testing::AssertionSuccess();
 }
 
-class ServeHttpAbuseTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class ServeHttpAbuseTest : public SharedServeSuite<ServeHttpAbuseTest> {
+ public:
+  static ServeOptions suite_options() {
     ServeOptions options;
     options.flags = {"--request-timeout-ms", std::to_string(kRequestTimeoutMs), "--idle-timeout-ms",
                      std::to_string(kIdleTimeoutMs)};
     options.env = {std::string("IDFORGE_ADMIN_TOKEN=") + kToken};
     options.setup = {{"tag", "create", "order", "--step", "10"}};
-    std::string error;
-    server_ = ServeProcess::start(options, &error).release();
-    start_error_ = new std::string(error);
+    return options;
   }
-  static void TearDownTestSuite() {
-    if (server_ != nullptr) {
-      EXPECT_EQ(server_->stop(), 0) << server_->stderr_text();
-    }
-    delete server_;
-    delete start_error_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr) << *start_error_; }
+
+ protected:
   void TearDown() override {
     // Whatever a test sent, the server still answers a normal request.
     if (server_ != nullptr) {
@@ -101,13 +92,7 @@ class ServeHttpAbuseTest : public ::testing::Test {
         << client->received().substr(0, 2000);
     return client;
   }
-
-  static ServeProcess* server_;
-  static std::string* start_error_;
 };
-
-ServeProcess* ServeHttpAbuseTest::server_ = nullptr;
-std::string* ServeHttpAbuseTest::start_error_ = nullptr;
 
 TEST_F(ServeHttpAbuseTest, MalformedRequestLineIs400AndCloses) {
   for (const char* bad : {"GARBAGE\r\n\r\n", "GET\r\n\r\n", "GET /healthz\r\n\r\n",

@@ -33,9 +33,9 @@ bool is_decimal(const std::string& text) {
          text.find_first_not_of("0123456789") == std::string::npos;
 }
 
-class ServeHttpTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class ServeHttpTest : public SharedServeSuite<ServeHttpTest> {
+ public:
+  static ServeOptions suite_options() {
     ServeOptions options;
     options.env = {std::string("IDFORGE_ADMIN_TOKEN=") + kToken};
     options.setup = {{"tag", "create", "order", "--step", "1000"},
@@ -43,20 +43,10 @@ class ServeHttpTest : public ::testing::Test {
                      {"tag", "create", "leaf", "--step", "100"},
                      {"tag", "create", "plain"},
                      {"tag", "create", "pay", "--template", "PAY{seq:06}"}};
-    std::string error;
-    server_ = ServeProcess::start(options, &error).release();
-    start_error_ = new std::string(error);
+    return options;
   }
-  static void TearDownTestSuite() {
-    if (server_ != nullptr) {
-      EXPECT_EQ(server_->stop(), 0) << server_->stderr_text();
-    }
-    delete server_;
-    delete start_error_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr) << *start_error_; }
 
+ protected:
   static const ServeProcess& server() { return *server_; }
   static HttpAnswer get(const std::string& path, const std::vector<std::string>& extra = {}) {
     return server_->http(path, extra);
@@ -99,13 +89,7 @@ class ServeHttpTest : public ::testing::Test {
   static std::vector<std::string> admin_auth() {
     return {"-H", std::string("Authorization: Bearer ") + kToken};
   }
-
-  static ServeProcess* server_;
-  static std::string* start_error_;
 };
-
-ServeProcess* ServeHttpTest::server_ = nullptr;
-std::string* ServeHttpTest::start_error_ = nullptr;
 
 TEST_F(ServeHttpTest, SnowflakeCountDefaultsToOne) {
   std::vector<uint64_t> ids = numeric_ids("/v1/snowflake", "snowflake");

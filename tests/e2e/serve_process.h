@@ -6,6 +6,7 @@
 // Not thread-safe: one test thread drives a ServeProcess and its RawClients.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -171,5 +172,32 @@ class RawClient {
 
 // Whether a new TCP connection to 127.0.0.1:port is accepted by the kernel.
 bool can_connect(uint16_t port);
+
+// One `idforge serve` for a whole gtest suite: `Suite` derives from
+// SharedServeSuite<Suite> and says how to start it in `static ServeOptions
+// suite_options()`. Each test fails at once, with the reason, if it did not start; at the
+// end the server must stop with SIGTERM and exit 0.
+template <typename Suite>
+class SharedServeSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    server_ = ServeProcess::start(Suite::suite_options(), &error).release();
+    start_error_ = new std::string(error);
+  }
+  static void TearDownTestSuite() {
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->stop(), 0) << server_->stderr_text();
+    }
+    delete server_;
+    delete start_error_;
+    server_ = nullptr;
+    start_error_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(server_, nullptr) << *start_error_; }
+
+  static inline ServeProcess* server_ = nullptr;
+  static inline std::string* start_error_ = nullptr;
+};
 
 }  // namespace idforge::e2e

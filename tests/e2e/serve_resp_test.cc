@@ -53,26 +53,17 @@ auto has_replies(size_t n) {
   return [n](std::string_view raw) { return parse_resp_replies(raw).size() >= n; };
 }
 
-class ServeRespTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class ServeRespTest : public SharedServeSuite<ServeRespTest> {
+ public:
+  static ServeOptions suite_options() {
     ServeOptions options;
     options.setup = {{"tag", "create", "order", "--step", "1000"},
                      {"tag", "create", "shared", "--step", "100"},
                      {"tag", "create", "piped", "--step", "10"}};
-    std::string error;
-    server_ = ServeProcess::start(options, &error).release();
-    start_error_ = new std::string(error);
+    return options;
   }
-  static void TearDownTestSuite() {
-    if (server_ != nullptr) {
-      EXPECT_EQ(server_->stop(), 0) << server_->stderr_text();
-    }
-    delete server_;
-    delete start_error_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr) << *start_error_; }
+
+ protected:
   void TearDown() override {
     if (server_ != nullptr) {
       RunResult ping = server_->redis({"PING"});
@@ -104,13 +95,7 @@ class ServeRespTest : public ::testing::Test {
     EXPECT_TRUE(client->connected());
     return client;
   }
-
-  static ServeProcess* server_;
-  static std::string* start_error_;
 };
-
-ServeProcess* ServeRespTest::server_ = nullptr;
-std::string* ServeRespTest::start_error_ = nullptr;
 
 TEST_F(ServeRespTest, Ping) {
   EXPECT_EQ(one_line({"PING"}), "PONG");
