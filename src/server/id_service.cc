@@ -105,7 +105,9 @@ struct TagEntry {
 using TagMap = std::map<std::string, TagEntry*, std::less<>>;
 
 struct IdService::Impl {
-  ServiceConfig config;
+  explicit Impl(const ServiceConfig& service_config) : config(service_config) {}
+
+  const ServiceConfig& config;  // the facade's: one copy of the settings
   Steady::time_point started = Steady::now();
   std::string identity;
   TimeZone zone;
@@ -271,16 +273,15 @@ void IdService::Impl::maintain() {
 }
 
 IdService::IdService(ServiceConfig config)
-    : config_(std::move(config)), impl_(std::make_unique<Impl>()) {}
+    : config_(std::move(config)), impl_(std::make_unique<Impl>(config_)) {}
 
 Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   if (config.max_count == 0) return Status::InvalidArgument("max_count must be at least 1");
   if (config.segment_wait_ms < 0) {
     return Status::InvalidArgument("segment wait_ms must not be negative");
   }
-  std::unique_ptr<IdService> service(new IdService(config));
+  std::unique_ptr<IdService> service(new IdService(std::move(config)));
   Impl& impl = *service->impl_;
-  impl.config = std::move(config);
   impl.identity = impl.config.identity.empty() ? default_identity() : impl.config.identity;
   if (!impl.config.serial_zone.empty()) {
     Result<TimeZone> zone = store::load_time_zone(impl.config.serial_zone);
