@@ -3,7 +3,7 @@
 # generator, in one run on one machine.
 #
 #   RESP: redis-benchmark against redis-server's INCR, then our INCR and ID.NEXT
-#         (pipeline 1 and 16)
+#         (pipeline 1 and 16), on defaults and with one event loop (as redis-server)
 #   HTTP: wrk (keep-alive) against an nginx location returning a fixed short body, then
 #         our GET /v1/snowflake
 #
@@ -92,18 +92,29 @@ nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
 pids+=($!)
 
 # --- idforge ---
-data="$work/idforge"
-"$bin" tag create bench --step 100000 --data-dir "$data" >/dev/null
-"$bin" serve --http 127.0.0.1:0 --resp 127.0.0.1:0 --data-dir "$data" \
-  >"$work/serve.out" 2>"$work/serve.err" &
-pids+=($!)
-for _ in $(seq 100); do
-  grep -q '^idforge serve: resp ' "$work/serve.out" 2>/dev/null && break
-  sleep 0.1
-done
-http_url=$(sed -n 's/^idforge serve: http \(http:[^ ]*\)/\1/p' "$work/serve.out")
-resp_port=$(sed -n 's/^idforge serve: resp redis:\/\/.*:\([0-9]*\)$/\1/p' "$work/serve.out")
-[ -n "$http_url" ] && [ -n "$resp_port" ] || { cat "$work/serve.err" >&2; exit 1; }
+# Two servers on one data directory would share its lock; each gets its own. The first
+# runs on defaults (one event loop per core); the second with one loop, as redis-server
+# runs its commands on one thread: on a machine where redis-benchmark takes a core, that
+# is the like-for-like pairing.
+start_idforge() {  # name extra-args...
+  local name=$1; shift
+  "$bin" tag create bench --step 100000 --data-dir "$work/$name" >/dev/null
+  "$bin" serve --http 127.0.0.1:0 --resp 127.0.0.1:0 --data-dir "$work/$name" "$@" \
+    >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  for _ in $(seq 100); do
+    grep -q '^idforge serve: resp ' "$work/$name.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q '^idforge serve: resp ' "$work/$name.out" || { cat "$work/$name.err" >&2; exit 1; }
+}
+url_of() { sed -n 's/^idforge serve: http \(http:[^ ]*\)/\1/p' "$work/$1.out"; }
+resp_port_of() { sed -n 's/^idforge serve: resp redis:\/\/.*:\([0-9]*\)$/\1/p' "$work/$1.out"; }
+start_idforge default
+start_idforge one-loop --io-threads 1
+http_url=$(url_of default)
+resp_port=$(resp_port_of default)
+resp_port_one=$(resp_port_of one-loop)
 wait_port "$redis_port"
 wait_port "$nginx_port"
 
@@ -114,7 +125,8 @@ requests_for() { echo $(( $1 * seconds * 20000 )); }  # enough to last about `se
 # "p95_latency_ms","p99_latency_ms","max_latency_ms"
 resp_run() {  # port pipeline command...
   local port=$1 pipeline=$2; shift 2
-  redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -P "$pipeline" \
+  # timeout: redis-benchmark spins forever when its server has gone away.
+  timeout $((seconds * 6 + 30)) redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -P "$pipeline" \
     -n "$(requests_for "$pipeline")" --csv "$@" 2>/dev/null |
     tail -1 | tr -d '"' | awk -F, '{ printf "%.0f %s\n", $2, $7 }'
 }
@@ -150,14 +162,17 @@ pair() {  # peer-command ours-command (each a function call string)
 
 echo "| load | peer (same generator) | peer rate | idforge | idforge rate | ratio | p99 peer / idforge |"
 echo "| --- | --- | ---: | --- | ---: | ---: | --- |"
+loops=$(nproc)
 for pipeline in 1 16; do
   for command in INCR ID.NEXT; do
     pair "resp_run $redis_port $pipeline INCR bench" "resp_run $resp_port $pipeline $command bench"
-    echo "| redis-benchmark -c $clients -P $pipeline | redis-server INCR | $peer_rps/s | $command bench | $ours_rps/s | $(ratio "$ours_rps" "$peer_rps") | ${peer_p99} ms / ${ours_p99} ms |"
+    echo "| redis-benchmark -c $clients -P $pipeline | redis-server INCR | $peer_rps/s | $command bench ($loops loops, default) | $ours_rps/s | $(ratio "$ours_rps" "$peer_rps") | ${peer_p99} ms / ${ours_p99} ms |"
   done
+  pair "resp_run $redis_port $pipeline INCR bench" "resp_run $resp_port_one $pipeline INCR bench"
+  echo "| redis-benchmark -c $clients -P $pipeline | redis-server INCR | $peer_rps/s | INCR bench (1 loop, as redis-server) | $ours_rps/s | $(ratio "$ours_rps" "$peer_rps") | ${peer_p99} ms / ${ours_p99} ms |"
 done
 pair "http_run http://127.0.0.1:$nginx_port/v1/snowflake" "http_run ${http_url%/}/v1/snowflake"
-echo "| wrk -t2 -c $clients keep-alive | nginx fixed body | $peer_rps/s | GET /v1/snowflake | $ours_rps/s | $(ratio "$ours_rps" "$peer_rps") | $peer_p99 / $ours_p99 |"
+echo "| wrk -t2 -c $clients keep-alive | nginx fixed body ($loops workers) | $peer_rps/s | GET /v1/snowflake ($loops loops, default) | $ours_rps/s | $(ratio "$ours_rps" "$peer_rps") | $peer_p99 / $ours_p99 |"
 echo
 echo "$(nproc) cores shared by the load generator and the server; medians of $rounds" \
   "alternating rounds; $seconds s per wrk run; $clients connections;" \

@@ -196,6 +196,12 @@ constexpr Spec kSpecs[] = {
      [](ServeConfig& c, Value& v) { c.net.io_threads = static_cast<int>(v.number); },
      [](const ServeConfig& c) { return num(c.net.io_threads); },
      "one per core"},
+    {{"threads.io_spin_us", "IDFORGE_IO_SPIN_US", "--io-spin-us", "MICROSECONDS", "50",
+      "How long an idle event loop polls before it sleeps, while requests keep coming "
+      "within that time (0: sleep at once)"},
+     {Kind::kUint, 0, 1'000'000},
+     [](ServeConfig& c, Value& v) { c.net.io_spin_us = static_cast<int64_t>(v.number); },
+     [](const ServeConfig& c) { return num(c.net.io_spin_us); }},
     {{"threads.workers", "IDFORGE_WORKER_THREADS", "--worker-threads", "N", "4",
       "Threads that run requests waiting on a store or coordinator"},
      {Kind::kUint, 1, kMaxThreads},

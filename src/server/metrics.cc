@@ -93,10 +93,20 @@ std::string_view route_name(Route route) {
   return "unknown";
 }
 
+namespace {
+// Constant-initialised, so reading it is one TLS load (no guard or wrapper call).
+constexpr unsigned kNoShard = ~0u;
+thread_local unsigned t_shard = kNoShard;
+std::atomic<unsigned> g_next_shard{0};
+}  // namespace
+
 Metrics::Shard& Metrics::shard() {
-  static std::atomic<unsigned> next_shard{0};
-  thread_local const unsigned mine = next_shard.fetch_add(1, std::memory_order_relaxed);
-  return shards_[mine % kShards];
+  unsigned mine = t_shard;
+  if (mine == kNoShard) {
+    mine = g_next_shard.fetch_add(1, std::memory_order_relaxed) % kShards;
+    t_shard = mine;
+  }
+  return shards_[mine];
 }
 
 uint64_t Metrics::sum_requests(size_t slot) const {
@@ -105,10 +115,10 @@ uint64_t Metrics::sum_requests(size_t slot) const {
   return n;
 }
 
-uint64_t Metrics::latency_sum_us(int protocol) const {
+uint64_t Metrics::latency_sum_ns(int protocol) const {
   uint64_t n = 0;
   for (const Shard& s : shards_) {
-    n += s.latency_sum_us[static_cast<size_t>(protocol)].load(std::memory_order_relaxed);
+    n += s.latency_sum_ns[static_cast<size_t>(protocol)].load(std::memory_order_relaxed);
   }
   return n;
 }
@@ -119,18 +129,21 @@ uint64_t Metrics::sum_latency(size_t slot) const {
   return n;
 }
 
-void Metrics::record_request(int protocol, Route route, int status, double seconds) {
+void Metrics::record_requests(int protocol, Route route, int status, uint64_t count,
+                              double seconds) {
+  if (count == 0) return;
   protocol = std::clamp(protocol, 0, kProtocols - 1);
   const int r = std::clamp(static_cast<int>(route), 0, kRoutes - 1);
   Shard& s = shard();
-  s.requests[request_slot(protocol, r, status_slot(status))].fetch_add(1,
+  s.requests[request_slot(protocol, r, status_slot(status))].fetch_add(count,
                                                                        std::memory_order_relaxed);
   int bucket = 0;
   while (bucket < kBuckets - 1 && seconds > kLatencyBuckets[static_cast<size_t>(bucket)]) ++bucket;
-  s.latency[static_cast<size_t>(protocol * kBuckets + bucket)].fetch_add(1,
+  s.latency[static_cast<size_t>(protocol * kBuckets + bucket)].fetch_add(count,
                                                                          std::memory_order_relaxed);
-  s.latency_sum_us[static_cast<size_t>(protocol)].fetch_add(
-      static_cast<uint64_t>(std::max(0.0, seconds) * 1e6), std::memory_order_relaxed);
+  s.latency_sum_ns[static_cast<size_t>(protocol)].fetch_add(
+      count * static_cast<uint64_t>(std::clamp(seconds, 0.0, 1e6) * 1e9),
+      std::memory_order_relaxed);
 }
 
 void Metrics::record_ids(IdKind kind, uint64_t count) {
@@ -192,7 +205,7 @@ std::string Metrics::render(const IdService& service) const {
     }
     fmt::format_to(to(), "idforge_request_duration_seconds_sum{{protocol=\"{}\"}} {}\n",
                    kProtocolNames[static_cast<size_t>(p)],
-                   static_cast<double>(latency_sum_us(p)) / 1e6);
+                   static_cast<double>(latency_sum_ns(p)) / 1e9);
     fmt::format_to(to(), "idforge_request_duration_seconds_count{{protocol=\"{}\"}} {}\n",
                    kProtocolNames[static_cast<size_t>(p)], cumulative);
   }

@@ -1,7 +1,7 @@
 // Metrics: the counters and histograms /metrics exposes (Prometheus text format 0.0.4).
 // Recording is lock-free (relaxed atomics) so the I/O threads can count every request.
 //
-//   metrics.record_request(Route::kSnowflake, 200, elapsed_seconds);
+//   metrics.record_request(kHttp, Route::kSnowflake, 200, elapsed_seconds);
 //   metrics.record_ids(IdKind::kSnowflake, 100);
 //   std::string text = render_metrics(service);   // the /metrics body
 #pragma once
@@ -56,7 +56,12 @@ class Metrics {
   static constexpr std::array<int, 12> kStatuses = {200, 400, 401, 403, 404, 405,
                                                     408, 413, 414, 431, 500, 503};
 
-  void record_request(int protocol, Route route, int status, double seconds);
+  void record_request(int protocol, Route route, int status, double seconds) {
+    record_requests(protocol, route, status, 1, seconds);
+  }
+  // `count` requests of one route and status, each taking `seconds`: a pipelined batch
+  // costs one update instead of one per command.
+  void record_requests(int protocol, Route route, int status, uint64_t count, double seconds);
   void record_ids(IdKind kind, uint64_t count);
 
   uint64_t requests(int protocol, Route route, int status) const;
@@ -79,7 +84,7 @@ class Metrics {
   struct alignas(64) Shard {
     std::array<std::atomic<uint64_t>, kProtocols * kRoutes * kStatusSlots> requests{};
     std::array<std::atomic<uint64_t>, kProtocols * kBuckets> latency{};
-    std::array<std::atomic<uint64_t>, kProtocols> latency_sum_us{};
+    std::array<std::atomic<uint64_t>, kProtocols> latency_sum_ns{};
     std::array<std::atomic<uint64_t>, 8> ids{};
   };
   Shard& shard();
@@ -88,7 +93,7 @@ class Metrics {
   }
   uint64_t sum_requests(size_t slot) const;
   uint64_t sum_latency(size_t slot) const;
-  uint64_t latency_sum_us(int protocol) const;
+  uint64_t latency_sum_ns(int protocol) const;
 
   std::array<Shard, kShards> shards_{};
 };

@@ -85,8 +85,11 @@ struct Loop {
   Timer sweep_timer{ctx};
   Clock::duration sweep_every{};
   bool sweeping = true;
+  Clock::duration spin{};  // NetOptions::io_spin_us
 
   void arm_sweep();
+  // Runs handlers until the context stops (net_server.cc's thread body).
+  void run();
   // Calls `fn` on each connection; `fn` may close (and so unregister) that connection.
   template <typename Fn>
   void for_each_connection(Fn fn) {

@@ -113,6 +113,7 @@ struct NetServer::Impl {
     for (int i = 0; i < threads; ++i) {
       loops.push_back(std::make_unique<Loop>(shared));
       loops.back()->sweep_every = sweep;
+      loops.back()->spin = std::chrono::microseconds(std::max<int64_t>(0, o.io_spin_us));
     }
   }
 
@@ -306,7 +307,7 @@ Status NetServer::start() {
     loop->thread = std::thread([l] {
       for (;;) {
         try {
-          l->ctx.run();
+          l->run();
           return;
         } catch (const std::exception& e) {  // a bug in a handler; keep serving the others
           std::fprintf(stderr, "idforge: I/O loop: %s\n", e.what());

@@ -29,6 +29,9 @@ namespace idforge::server {
 struct NetOptions {
   int io_threads = 0;      // 0: one per core
   int worker_threads = 4;  // run kBlocking requests (store round trips, admin)
+  // How long an idle loop keeps polling (yielding its core to anyone runnable) before it
+  // sleeps, while work keeps coming back within that time. 0: sleep at once.
+  int64_t io_spin_us = 50;
   // Timeouts of 0 or less mean no limit. They are checked a few times per the shorter one,
   // so a connection closes up to an eighth of it (at most 250 ms) late.
   int64_t idle_timeout_ms = 60'000;     // no bytes from a connection with nothing pending

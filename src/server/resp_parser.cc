@@ -54,6 +54,8 @@ RespParser::Outcome RespParser::parse(std::string_view in) {
   }
   if (mode_ == Mode::kStart) {
     if (in.empty()) return {};
+    size_t consumed = 0;
+    if (in[0] == '*' && parse_whole_array(in, consumed)) return {Kind::kCommand, consumed, {}};
     mode_ = in[0] == '*' ? Mode::kArray : Mode::kInline;
   }
   return mode_ == Mode::kArray ? parse_array(in) : parse_inline(in);
@@ -84,6 +86,39 @@ RespParser::Number RespParser::read_number(std::string_view in, size_t from, lon
     return Number::kOk;
   }
   return Number::kNeedMore;
+}
+
+bool RespParser::parse_whole_array(std::string_view in, size_t& consumed) {
+  const char* p = in.data() + 1;  // past the '*'
+  const char* const end = in.data() + in.size();
+  // Digits and CRLF. Five digits cover every limit; longer headers (leading zeros) are
+  // left to parse_array().
+  auto header = [&p, end](size_t& value) {
+    const char* const first = p;
+    size_t v = 0;
+    while (p < end && *p >= '0' && *p <= '9') {
+      if (p - first == 5) return false;
+      v = v * 10 + static_cast<size_t>(*p++ - '0');
+    }
+    if (p == first || end - p < 2 || p[0] != '\r' || p[1] != '\n') return false;
+    p += 2;
+    value = v;
+    return true;
+  };
+  size_t count = 0;
+  if (!header(count) || count == 0 || count > kRespMaxArgs) return false;
+  for (size_t i = 0; i < count; ++i) {
+    size_t len = 0;
+    if (p == end || *p++ != '$' || !header(len) || len > kRespMaxBulkBytes ||
+        static_cast<size_t>(end - p) < len + 2 || p[len] != '\r' || p[len + 1] != '\n') {
+      args_.clear();
+      return false;
+    }
+    args_.emplace_back(p, len);
+    p += len + 2;
+  }
+  consumed = static_cast<size_t>(p - in.data());
+  return true;
 }
 
 RespParser::Outcome RespParser::parse_array(std::string_view in) {

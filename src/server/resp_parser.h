@@ -55,6 +55,10 @@ class RespParser {
   enum class Mode { kStart, kArray, kInline };
   enum class Number { kOk, kNeedMore, kBad };
 
+  // The common case in one pass: a whole array of bulk strings, each header short.
+  // False (args_ left empty) for anything else; parse_array() then reads it from the
+  // start and gives the answer, error or wait.
+  bool parse_whole_array(std::string_view in, size_t& consumed);
   Outcome parse_array(std::string_view in);
   Outcome parse_inline(std::string_view in);
   // Reads the digits of a `*N\r\n` / `$N\r\n` header whose digits start at `from`.

@@ -115,6 +115,40 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// Counts a feed()'s answered commands for the metrics: runs of one route and status go
+// in as one update, timed from when feed() began on the bytes that carried them (all of
+// a pipelined batch arrived together, so that is when each of them started waiting).
+// Two clock reads per batch instead of one per command.
+class RequestTally {
+ public:
+  explicit RequestTally(Metrics& metrics) : metrics_(metrics), start_(Clock::now()) {}
+  ~RequestTally() { flush(); }
+  RequestTally(const RequestTally&) = delete;
+  RequestTally& operator=(const RequestTally&) = delete;
+
+  Clock::time_point start() const { return start_; }
+  void add(Route route, int status) {
+    if (count_ > 0 && (route != route_ || status != status_)) flush();
+    route_ = route;
+    status_ = status;
+    ++count_;
+  }
+
+ private:
+  void flush() {
+    if (count_ == 0) return;
+    metrics_.record_requests(kResp, route_, status_, count_,
+                             std::chrono::duration<double>(Clock::now() - start_).count());
+    count_ = 0;
+  }
+
+  Metrics& metrics_;
+  const Clock::time_point start_;
+  Route route_ = Route::kRespOther;
+  int status_ = 200;
+  uint64_t count_ = 0;
+};
+
 struct Answer {
   int status = 200;  // for metrics; unused with kBlocking (the job records its own)
   Session::Next next = Session::Next::kNeedMore;
@@ -178,7 +212,7 @@ class RespSession final : public Session {
   int proto_ = 2;
   bool closed_ = false;
   std::string name_;
-  Clock::time_point start_;                // of the command being handled
+  Clock::time_point start_;                // when feed() began on the current batch
   std::function<void(std::string&)> job_;  // set by a handler that answers kBlocking
   // Reused across commands so a batch allocates only the first time.
   std::vector<uint64_t> ids_;
@@ -226,9 +260,8 @@ void put_unknown_command(std::string& out, Args args) {
 Session::Step RespSession::feed(std::string_view in, std::string& out) {
   if (closed_) return {in.size(), Next::kClose, {}};
   size_t pos = 0;
-  // One clock read per command: each command's time runs from the end of the one before
-  // (reading the clock is a good part of a pipelined INCR's cost).
-  start_ = Clock::now();
+  RequestTally tally(service_.metrics());
+  start_ = tally.start();
   while (true) {
     const RespParser::Outcome parsed = parser_.parse(in.substr(pos));
     switch (parsed.kind) {
@@ -239,7 +272,7 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
         continue;
       case RespParser::Kind::kError:
         put_error(out, fmt::format("ERR Protocol error: {}", parsed.error));
-        service_.metrics().record_request(kResp, Route::kRespOther, 400, 0);
+        tally.add(Route::kRespOther, 400);
         closed_ = true;
         return {in.size(), Next::kClose, {}};
       case RespParser::Kind::kCommand:
@@ -260,10 +293,7 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
       answer = (this->*spec->handler)(args, out);
     }
     if (answer.next == Next::kBlocking) return {pos, Next::kBlocking, std::move(job_)};
-    const Clock::time_point now = Clock::now();
-    service_.metrics().record_request(kResp, route, answer.status,
-                                      std::chrono::duration<double>(now - start_).count());
-    start_ = now;
+    tally.add(route, answer.status);
     if (answer.next == Next::kClose) {
       closed_ = true;
       return {pos, Next::kClose, {}};

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -527,6 +528,46 @@ TEST_F(NetServerTest, DestructorShutsDownARunningServer) {
   server_.reset();
   EXPECT_TRUE(c.wait_closed());
   EXPECT_FALSE(Client(port_).connected());
+}
+
+// CPU time this process has used (every thread).
+Ms process_cpu() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto us = [](const timeval& t) { return t.tv_sec * 1'000'000LL + t.tv_usec; };
+  return std::chrono::duration_cast<Ms>(std::chrono::microseconds(us(u.ru_utime) + us(u.ru_stime)));
+}
+
+TEST_F(NetServerTest, SpinningLoopAnswersAndSleepsOnceTrafficStops) {
+  NetOptions o = small(/*io_threads=*/1);
+  o.io_spin_us = 200'000;  // long, so a loop that spun after each wake-up would show
+  start(o);
+  Client c(port_);
+  for (int i = 0; i < 500; ++i) {  // request-answer turns: each gap is well inside the spin
+    c.send("ECHO " + std::to_string(i) + "\n");
+    ASSERT_EQ(c.read_lines(1), std::to_string(i) + "\n");
+  }
+  // Idle now: the loop may poll for one spin time, then must sleep, and not spin again
+  // after its timer wakes it (every 250 ms here): that wake-up came after a long sleep.
+  // A loop that kept polling, or spun after every wake-up, would use most of the second.
+  std::this_thread::sleep_for(300ms);
+  const Ms before = process_cpu();
+  std::this_thread::sleep_for(1s);
+  EXPECT_LT(process_cpu() - before, 300ms);
+  // And it still wakes for the next request.
+  c.send("PING\n");
+  EXPECT_EQ(c.read_lines(1), "PONG\n");
+}
+
+TEST_F(NetServerTest, LoopsWithoutSpinningServeAndShutDown) {
+  NetOptions o = small();
+  o.io_spin_us = 0;
+  start(o);
+  Client c(port_);
+  c.send("PING\nSLOW\nECHO x\n");
+  EXPECT_EQ(c.read_lines(3), "PONG\nDONE\nx\n");
+  server_->shutdown(1s);
+  EXPECT_TRUE(c.wait_closed());
 }
 
 TEST(NetServerLifecycleTest, NeverStartedOrStartedTwice) {

@@ -156,6 +156,45 @@ TEST(RespParserTest, ByteByByte) {
   expect_byte_by_byte("PING\n", {"PING"});
 }
 
+// A command that arrives whole takes a one-pass path; one that trickles in takes the
+// incremental one. Both must give the same commands, byte counts and errors.
+TEST(RespParserTest, WholeAndTricklingCommandsAgree) {
+  const std::vector<std::string> inputs = {
+      "*2\r\n$4\r\nINCR\r\n$5\r\norder\r\n",
+      "*02\r\n$00004\r\nINCR\r\n$000005\r\norder\r\n",  // leading zeros: 5 and 6 digits
+      "*1\r\n$0\r\n\r\n",
+      "*3\r\n$3\r\nSET\r\n$1\r\n\n\r\n$2\r\n\r\n\r\n",  // CR and LF inside bulk strings
+      encode_array({"PING", std::string(kRespMaxBulkBytes, 'x')}),
+      encode_array(std::vector<std::string>(kRespMaxArgs, "a")),
+      encode_array(std::vector<std::string>(kRespMaxArgs + 1, "a")),
+      "*1\r\n$65537\r\n" + std::string(65537, 'x') + "\r\n",
+      "*0\r\n",
+      "*-1\r\n",
+      "*1\r\n$-1\r\n",
+      "*2\r\n$4\r\nINCR\r\n:5\r\n",
+      "*1\r\n$4\r\nINCRxx",
+      "*1\r\n$4x\r\nINCR\r\n",
+      "*1\n$4\r\nINCR\r\n",
+  };
+  for (const std::string& in : inputs) {
+    SCOPED_TRACE(in.substr(0, 40));
+    RespParser whole;
+    const RespParser::Outcome a = whole.parse(in);
+    std::vector<std::string> a_args = args_of(whole);
+
+    RespParser trickle;
+    RespParser::Outcome b;
+    for (size_t n = 1; n <= in.size(); ++n) {
+      b = trickle.parse(std::string_view(in).substr(0, n));
+      if (b.kind != Kind::kNeedMore) break;
+    }
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.consumed, b.consumed);
+    EXPECT_EQ(a.error, b.error);
+    EXPECT_EQ(a_args, args_of(trickle));
+  }
+}
+
 TEST(RespParserTest, StartsOverWhenTheCallerPassesOtherBytes) {
   RespParser parser;
   ASSERT_EQ(parser.parse("*2\r\n$4\r\nINCR\r\n$5\r\nord").kind, Kind::kNeedMore);

@@ -407,6 +407,9 @@ TEST_F(RespSessionTest, ErrorsLeaveTheConnectionUsable) {
   EXPECT_EQ(m.requests(1, Route::kSnowflake, 400), 2u);
   EXPECT_EQ(m.requests(1, Route::kUuid7, 400), 1u);
   EXPECT_EQ(m.requests(1, Route::kRespOther, 200), 1u);
+  // One pipelined batch, counted in runs: every command is in the histogram once.
+  EXPECT_THAT(m.render(*service_),
+              HasSubstr("idforge_request_duration_seconds_count{protocol=\"resp\"} 9\n"));
 
   // An error text never breaks the framing, whatever the client sent.
   EXPECT_EQ(send("*2\r\n$3\r\nF\rO\r\n$3\r\na\nb\r\n").out,
