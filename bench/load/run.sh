@@ -52,12 +52,14 @@ free_port() {
   done
   echo "run.sh: no free port found" >&2; exit 1
 }
-wait_port() {
+wait_port() {  # port name log
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
     sleep 0.1
   done
-  echo "run.sh: nothing listens on port $1" >&2; exit 1
+  echo "run.sh: $2 does not listen on port $1; its log:" >&2
+  tail -5 "$3" >&2 2>/dev/null || true
+  exit 1
 }
 
 # --- peers ---
@@ -115,8 +117,8 @@ start_idforge one-loop --io-threads 1
 http_url=$(url_of default)
 resp_port=$(resp_port_of default)
 resp_port_one=$(resp_port_of one-loop)
-wait_port "$redis_port"
-wait_port "$nginx_port"
+wait_port "$redis_port" redis-server "$work/redis.log"
+wait_port "$nginx_port" nginx "$work/nginx/error.log"
 
 # --- load ---
 requests_for() { echo $(( $1 * seconds * 20000 )); }  # enough to last about `seconds`

@@ -46,32 +46,30 @@ void Loop::arm_sweep() {
 }
 
 void Loop::run() {
-  if (spin == Clock::duration::zero()) {
+  SpinPolicy policy(spin);
+  if (policy.spin() == Clock::duration::zero()) {
     ctx.run();
     return;
   }
-  // A loop that sleeps as soon as it runs out of work is woken by the kernel for the next
-  // packet, and that wake-up is paid by the sender: on loopback, by the client's send().
-  // So an idle loop first polls for a while. It yields on each round, so it only uses a
-  // core nobody else wants, and it polls only while work has been coming back within
-  // the spin time: under sparse traffic it sleeps at once, as ctx.run() would.
-  bool worth_spinning = true;
   while (!ctx.stopped()) {
     if (ctx.poll() > 0) continue;
     const Clock::time_point idle_since = Clock::now();
-    if (worth_spinning) {
-      const Clock::time_point until = idle_since + spin;
+    if (policy.may_spin(idle_since)) {
+      // Yielding on each round: the loop only uses a core nobody else wants.
+      const Clock::time_point until = idle_since + policy.spin();
+      Clock::time_point now = idle_since;
       bool woke = false;
-      while (!woke && Clock::now() < until && !ctx.stopped()) {
+      while (!woke && now < until && !ctx.stopped()) {
         std::this_thread::yield();
+        const Clock::time_point after = Clock::now();
+        if (policy.preempted(now, after)) break;
         woke = ctx.poll() > 0;
+        now = Clock::now();
       }
       if (woke) continue;
     }
     if (ctx.run_one() == 0) return;  // stopped
-    // The whole idle gap counts, spin included: a gap the spin could not bridge (or a
-    // timer that wakes the loop now and then) turns spinning off until gaps are short.
-    worth_spinning = Clock::now() - idle_since < spin;
+    policy.woke(idle_since, Clock::now());
   }
 }
 

@@ -26,6 +26,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "server/net_spin.h"
 #include "server/session.h"
 
 namespace idforge::server::net {
@@ -88,7 +89,8 @@ struct Loop {
   Clock::duration spin{};  // NetOptions::io_spin_us
 
   void arm_sweep();
-  // Runs handlers until the context stops (net_server.cc's thread body).
+  // Runs handlers until the context stops (net_server.cc's thread body); between them
+  // an idle loop polls for a while or sleeps, as SpinPolicy (net_spin.h) decides.
   void run();
   // Calls `fn` on each connection; `fn` may close (and so unregister) that connection.
   template <typename Fn>
