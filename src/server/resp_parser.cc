@@ -14,6 +14,25 @@ bool is_separator(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
+// The character a backslash escape inside double quotes stands for (Redis's set; any
+// other character stands for itself).
+char unescape(char c) {
+  switch (c) {
+    case 'n':
+      return '\n';
+    case 'r':
+      return '\r';
+    case 't':
+      return '\t';
+    case 'b':
+      return '\b';
+    case 'a':
+      return '\a';
+    default:
+      return c;
+  }
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -219,96 +238,56 @@ bool RespParser::split_inline(std::string_view line) {
       return false;
     }
     const size_t start = inline_buf_.size();
-    bool in_double = false;
-    bool in_single = false;
-    // As Redis does: a quote anywhere opens a quoted part, and a closing quote must be
-    // followed by a separator or the end of the line.
-    while (true) {
-      if (in_double) {
-        if (p == n) {
-          error_ = "unbalanced quotes in request";
-          return false;
-        }
-        const char c = line[p];
-        if (c == '\\' && p + 3 < n && line[p + 1] == 'x' && hex_value(line[p + 2]) >= 0 &&
-            hex_value(line[p + 3]) >= 0) {
-          inline_buf_ += static_cast<char>(hex_value(line[p + 2]) * 16 + hex_value(line[p + 3]));
-          p += 4;
-          continue;
-        }
-        if (c == '\\' && p + 1 < n) {
-          char e = line[p + 1];
-          switch (e) {
-            case 'n':
-              e = '\n';
-              break;
-            case 'r':
-              e = '\r';
-              break;
-            case 't':
-              e = '\t';
-              break;
-            case 'b':
-              e = '\b';
-              break;
-            case 'a':
-              e = '\a';
-              break;
-            default:
-              break;
-          }
-          inline_buf_ += e;
-          p += 2;
-          continue;
-        }
-        if (c == '"') {
-          if (p + 1 < n && !is_separator(line[p + 1])) {
-            error_ = "unbalanced quotes in request";
-            return false;
-          }
-          ++p;
-          break;
-        }
-        inline_buf_ += c;
-        ++p;
-      } else if (in_single) {
-        if (p == n) {
-          error_ = "unbalanced quotes in request";
-          return false;
-        }
-        const char c = line[p];
-        if (c == '\\' && p + 1 < n && line[p + 1] == '\'') {
-          inline_buf_ += '\'';
-          p += 2;
-          continue;
-        }
-        if (c == '\'') {
-          if (p + 1 < n && !is_separator(line[p + 1])) {
-            error_ = "unbalanced quotes in request";
-            return false;
-          }
-          ++p;
-          break;
-        }
-        inline_buf_ += c;
-        ++p;
-      } else {
-        if (p == n || is_separator(line[p])) break;
-        const char c = line[p++];
-        if (c == '"') {
-          in_double = true;
-        } else if (c == '\'') {
-          in_single = true;
-        } else {
-          inline_buf_ += c;
-        }
+    // As Redis does: a quote anywhere opens a quoted part, which ends the argument.
+    while (p < n && !is_separator(line[p])) {
+      const char c = line[p++];
+      if (c == '"' || c == '\'') {
+        if (!read_quoted(line, p, c)) return false;
+        break;
       }
+      inline_buf_ += c;
     }
     spans_.emplace_back(start, inline_buf_.size() - start);
   }
   const std::string_view buf = inline_buf_;
   for (const auto& [offset, len] : spans_) args_.push_back(buf.substr(offset, len));
   return true;
+}
+
+bool RespParser::read_quoted(std::string_view line, size_t& p, char quote) {
+  const size_t n = line.size();
+  while (p < n) {
+    const char c = line[p];
+    if (c == quote) {
+      // The closing quote must be followed by a separator or the end of the line.
+      if (p + 1 < n && !is_separator(line[p + 1])) break;
+      ++p;
+      return true;
+    }
+    if (c == '\\' && p + 1 < n) {
+      const char next = line[p + 1];
+      if (quote == '\'') {
+        if (next == '\'') {  // the only escape inside single quotes
+          inline_buf_ += '\'';
+          p += 2;
+          continue;
+        }
+      } else if (next == 'x' && p + 3 < n && hex_value(line[p + 2]) >= 0 &&
+                 hex_value(line[p + 3]) >= 0) {
+        inline_buf_ += static_cast<char>(hex_value(line[p + 2]) * 16 + hex_value(line[p + 3]));
+        p += 4;
+        continue;
+      } else {
+        inline_buf_ += unescape(next);
+        p += 2;
+        continue;
+      }
+    }
+    inline_buf_ += c;
+    ++p;
+  }
+  error_ = "unbalanced quotes in request";
+  return false;
 }
 
 }  // namespace idforge::server

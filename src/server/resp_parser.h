@@ -66,6 +66,9 @@ class RespParser {
   static Number read_number(std::string_view in, size_t from, long long& value, size_t& end);
   // Splits one inline line as Redis's sdssplitargs does; false on unbalanced quotes.
   bool split_inline(std::string_view line);
+  // The rest of a quoted part from `p` (just past its opening `quote`) into inline_buf_,
+  // up to and past the closing quote; false (error_ set) if it is not closed properly.
+  bool read_quoted(std::string_view line, size_t& p, char quote);
   Outcome fail(std::string message);
 
   Mode mode_ = Mode::kStart;
