@@ -24,6 +24,7 @@
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/worker_registry.h"
+#include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"
 
@@ -32,28 +33,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 int64_t ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
-}
-void sleep_ms(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-RegistryOptions options_for(const std::string& cluster, int64_t ttl_ms = 10'000,
-                            SlotSpace space = {}, const std::string& layout = "twitter") {
-  RegistryOptions o;
-  o.space = space;
-  o.layout_name = layout;
-  o.cluster = cluster;
-  o.ttl_ms = ttl_ms;
-  return o;
-}
-
-std::unique_ptr<WorkerRegistry> open_at(const std::string& url, const RegistryOptions& options) {
-  auto r = coord::open_etcd_registry(url, options);
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? std::move(r).value() : nullptr;
 }
 
 int port_of(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
@@ -64,7 +45,7 @@ TEST(EtcdRegistryServerTest, AFrozenOrRestartedEtcdFailsRenewInTimeThenRecovers)
   auto& sv = Services::get();
   Result<Server> etcd = sv.start_private(ServerKind::kEtcd, "er-frozen");
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
-  auto reg = open_at(etcd->url, options_for("frozen", 2000));
+  auto reg = open_registry(RegistryKind::kEtcd, etcd->url, registry_options("frozen", 2000));
   ASSERT_TRUE(reg);
   Result<Lease> a = reg->acquire("a");
   ASSERT_TRUE(a.ok());
@@ -105,7 +86,7 @@ TEST(EtcdRegistryFencingTest, ACutOffNodeStopsBeforeTheTtlAndASecondNodeNeverRep
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
   TcpProxy proxy(port_of(etcd->url));
   const std::string via_proxy = "etcd://127.0.0.1:" + std::to_string(proxy.port());
-  const RegistryOptions options = options_for("fence", kTtlMs);
+  const RegistryOptions options = registry_options("fence", kTtlMs);
   const Layout layout = Layout::twitter();
   Result<coord::LeaseNodeFields> fields = coord::lease_node_fields(layout);
   ASSERT_TRUE(fields.ok());
@@ -190,7 +171,7 @@ TEST(EtcdRegistryFencingTest, ACutOffNodeStopsBeforeTheTtlAndASecondNodeNeverRep
   // full TTL after etcd came back.
   const auto restart_at = Clock::now();
   ASSERT_TRUE(sv.restart(*etcd).ok());
-  auto watcher = open_at(etcd->url, options);
+  auto watcher = open_registry(RegistryKind::kEtcd, etcd->url, options);
   ASSERT_TRUE(watcher);
   for (;;) {
     Result<std::vector<SlotStatus>> listed = watcher->status();

@@ -1,5 +1,7 @@
-// The ZooKeeper WorkerRegistry against a real server: slots, marks, sessions that end
-// (closed, killed, expired), a server that stops or hangs, and the nodes it leaves.
+// The ZooKeeper WorkerRegistry against a real server, where it is ZooKeeper's own: leases
+// that live as long as their session, which ends closed, killed or expired; marks that
+// follow an identity; a server that stops or hangs; and the nodes it leaves. The
+// contract it shares with the other coordinators is in registry_contract_test.cc.
 //
 // Session expiry needs a server that stays up while it stops hearing from one client;
 // a small TCP proxy between the two, cut on demand, gives exactly that.
@@ -33,7 +35,7 @@
 #include "idforge/snowflake.h"
 #include "idforge/worker_registry.h"
 #include "integration/process.h"
-#include "integration/registry_harness.h"
+#include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"
 
@@ -41,10 +43,6 @@ namespace idforge::integration {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-int64_t ms_since(SteadyClock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
-}
 
 int64_t unix_ms() {
   using namespace std::chrono;
@@ -64,14 +62,8 @@ bool eventually(const std::function<bool()>& done, int64_t max_ms) {
 std::string port_of(const std::string& url) { return url.substr(url.rfind(':') + 1); }
 
 std::unique_ptr<WorkerRegistry> open(const std::string& url, const std::string& cluster,
-                                     int64_t ttl_ms = 4000, SlotSpace space = {}) {
-  RegistryOptions options;
-  options.cluster = cluster;
-  options.ttl_ms = ttl_ms;
-  options.space = space;
-  auto r = coord::open_zookeeper_registry(url, options);
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? std::move(*r) : nullptr;
+                                     int64_t ttl_ms = 4000) {
+  return open_registry(RegistryKind::kZookeeper, url, registry_options(cluster, ttl_ms));
 }
 
 std::set<uint64_t> taken_slots(WorkerRegistry& registry) {
@@ -96,8 +88,8 @@ class ZookeeperRegistryTest : public ::testing::Test {
     url_ = *url;
     cluster_ = unique_tag("zk");
   }
-  std::unique_ptr<WorkerRegistry> registry(int64_t ttl_ms = 4000, SlotSpace space = {}) {
-    return open(url_, cluster_, ttl_ms, space);
+  std::unique_ptr<WorkerRegistry> registry(int64_t ttl_ms = 4000) {
+    return open(url_, cluster_, ttl_ms);
   }
   // A raw session, to look at and tamper with the nodes.
   std::shared_ptr<coord::ZkSession> raw() {
@@ -357,18 +349,6 @@ TEST_F(ZookeeperRegistryTest, ForceReleaseFreesASlotAndItsHolderLearnsOnRenew) {
   EXPECT_EQ(admin->force_release(1024).code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(ZookeeperRegistryTest, ExhaustionNamesTheLimitAndTheLayout) {
-  const SlotSpace space{0, 2};
-  std::vector<std::unique_ptr<WorkerRegistry>> registries;
-  for (int i = 0; i < 4; ++i) {
-    registries.push_back(registry(4000, space));
-    ASSERT_TRUE(registries.back()->acquire("h:" + std::to_string(i)).ok());
-  }
-  auto more = registry(4000, space)->acquire("h:4");
-  ASSERT_FALSE(more.ok());
-  EXPECT_EQ(more.status(), all_slots_taken(space, "twitter"));
-}
-
 TEST_F(ZookeeperRegistryTest, AnExpiredSessionLosesTheLeaseAndANewOneIsOpened) {
   TcpProxy proxy(std::stoi(port_of(url_)));
   const std::string via = "zookeeper://127.0.0.1:" + std::to_string(proxy.port());
@@ -484,30 +464,6 @@ TEST(ZookeeperRegistryServerTest, AHungOrStoppedServerFailsRenewWithinTheTtl) {
   ASSERT_TRUE(eventually([&] { return reg->renew(*lease, unix_ms()).ok(); }, 10'000))
       << reg->renew(*lease, unix_ms()).to_string();
   ASSERT_TRUE(Services::get().stop(*server).ok());
-}
-
-// The checks every backend passes, through `idforge worker` processes as an operator
-// runs them. 4000 ms: the test server grants sessions from 1000 ms, but a holder that
-// renews every ttl/3 needs some room on a loaded machine.
-TEST(ZookeeperRegistryHarnessTest, WorkerProcessesShareTheZookeeperRegistry) {
-  Result<std::string> url = Services::get().zookeeper_url();
-  ASSERT_TRUE(url.ok()) << url.status().to_string();
-  HarnessConfig config;
-  config.registry = *url + "?ttl_ms=4000&cluster=" + unique_tag("harness");
-  config.dir = Services::get().make_dir("zookeeper-workers");
-  config.ttl_ms = 4000;
-  RegistryHarness h(config);
-  EXPECT_TRUE(h.check_distinct_slots(10));
-  // Before the restart checks, which end by SIGKILLing their holders: those keep their
-  // slots for a session timeout, and this check needs every slot of its layout free.
-  EXPECT_TRUE(h.check_exhaustion());
-  int64_t freed_after_ms = 0;
-  // The server expires a session between ttl and ttl + one tick after it last heard
-  // from it, and the holder's client pinged at most ttl/3 before the kill.
-  EXPECT_TRUE(h.check_kill_frees_slot(/*max_ms=*/4000 + 2000, &freed_after_ms));
-  EXPECT_GE(freed_after_ms, 4000 * 2 / 3 - 100);
-  EXPECT_TRUE(h.check_restart_gets_old_slot(/*after_kill=*/false));
-  EXPECT_TRUE(h.check_restart_gets_old_slot(/*after_kill=*/true));
 }
 
 }  // namespace
