@@ -99,13 +99,20 @@ std::string slot_mark_path(const std::string& dir, uint64_t slot) {
 Status ensure_private_dir(const std::string& dir, const std::string& what) {
   namespace fs = std::filesystem;
   if (dir.empty()) return Status::InvalidArgument(fmt::format("{} is empty", what));
+  // Create first, look after: with "is it a directory? does it exist? create" a process
+  // starting beside another saw the other's new directory between its two checks and
+  // called it "not a directory".
   std::error_code ec;
-  if (fs::is_directory(dir, ec)) return Status::Ok();
-  if (fs::exists(dir, ec)) {
-    return Status::InvalidArgument(fmt::format("{} '{}' is not a directory", what, dir));
+  const bool created = fs::create_directories(dir, ec);
+  std::error_code look;
+  if (!fs::is_directory(dir, look)) {
+    if (fs::exists(dir, look)) {
+      return Status::InvalidArgument(fmt::format("{} '{}' is not a directory", what, dir));
+    }
+    return Status::IoError(
+        fmt::format("cannot create {} '{}': {}", what, dir, ec ? ec.message() : look.message()));
   }
-  fs::create_directories(dir, ec);
-  if (ec) return Status::IoError(fmt::format("cannot create {} '{}': {}", what, dir, ec.message()));
+  if (!created) return Status::Ok();  // someone's directory: its mode is theirs
   // Lock files name the hosts' identities; nobody else needs to read or touch them.
   fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   if (ec) {
