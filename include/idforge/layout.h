@@ -21,6 +21,8 @@
 namespace idforge {
 
 enum class FieldRole { kTime, kSequence, kNode };
+// "time", "sequence", "node": the role as the CLI and the HTTP API show it.
+std::string_view field_role_name(FieldRole role);
 
 struct Field {
   std::string name;  // lower-case [a-z][a-z0-9_]*, unique within a layout

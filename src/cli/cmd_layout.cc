@@ -19,18 +19,6 @@ struct LayoutCommandFlags {
   bool json = false;
 };
 
-std::string_view role_name(FieldRole role) {
-  switch (role) {
-    case FieldRole::kTime:
-      return "time";
-    case FieldRole::kSequence:
-      return "sequence";
-    case FieldRole::kNode:
-      break;
-  }
-  return "node";
-}
-
 // Whole rates print as integers (4096000, not 4.096e+06 or 4096000.0).
 bool is_whole(double value) { return std::floor(value) == value && value < 1e18; }
 
@@ -58,7 +46,7 @@ nlohmann::ordered_json layout_json(const Layout& layout) {
     fields.push_back({{"name", field.name},
                       {"bits", field.bits},
                       {"shift", layout.shift(static_cast<int>(i))},
-                      {"role", role_name(field.role)}});
+                      {"role", field_role_name(field.role)}});
   }
   out["fields"] = std::move(fields);
   Capacity cap = layout.capacity();
@@ -82,7 +70,7 @@ void print_layout_text(const Layout& layout) {
   for (size_t i = 0; i < layout.fields().size(); ++i) {
     const Field& field = layout.fields()[i];
     fmt::print("  {:<12} {:>4} {:>5}  {}\n", field.name, field.bits,
-               layout.shift(static_cast<int>(i)), role_name(field.role));
+               layout.shift(static_cast<int>(i)), field_role_name(field.role));
   }
   fmt::print("Epoch: {} ({})\n", layout.epoch_ms(), format_iso8601_utc(layout.epoch_ms()));
   fmt::print("Tick:  {} ms\n", layout.tick_ms());

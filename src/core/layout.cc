@@ -478,4 +478,16 @@ std::string Layout::bit_diagram(uint64_t id) const {
   return out;
 }
 
+std::string_view field_role_name(FieldRole role) {
+  switch (role) {
+    case FieldRole::kTime:
+      return "time";
+    case FieldRole::kSequence:
+      return "sequence";
+    case FieldRole::kNode:
+      break;
+  }
+  return "node";
+}
+
 }  // namespace idforge

@@ -31,18 +31,6 @@ std::string field_key(const std::string& name) {
   return name;
 }
 
-std::string_view role_name(FieldRole role) {
-  switch (role) {
-    case FieldRole::kTime:
-      return "time";
-    case FieldRole::kSequence:
-      return "sequence";
-    case FieldRole::kNode:
-      return "node";
-  }
-  return "node";
-}
-
 Json lease_object(const ServiceStatus& s) {
   Json lease;
   lease["held"] = s.has_lease;
@@ -108,7 +96,7 @@ std::string decode_json(const Layout& layout, const DecodedId& decoded) {
   for (const FieldValue& field : decoded.fields) {
     Json item;
     item["name"] = field.name;
-    item["role"] = role_name(field.role);
+    item["role"] = field_role_name(field.role);
     item["bits"] = field.bits;
     item["shift"] = field.shift;
     item["value"] = std::to_string(field.value);

@@ -116,6 +116,17 @@ TEST(LayoutPresets, FieldsShiftsAndBitsMatchTheDesign) {
   }
 }
 
+TEST(LayoutPresets, RoleNamesAreTheWordsTheSpecUses) {
+  EXPECT_EQ(field_role_name(FieldRole::kTime), "time");
+  EXPECT_EQ(field_role_name(FieldRole::kSequence), "sequence");
+  EXPECT_EQ(field_role_name(FieldRole::kNode), "node");
+  // Each preset's roles, by name, as `idforge layout` and /v1/decode show them.
+  const Layout twitter = Layout::twitter();
+  std::vector<std::string> roles;
+  for (const Field& f : twitter.fields()) roles.emplace_back(field_role_name(f.role));
+  EXPECT_EQ(roles, (std::vector<std::string>{"time", "node", "node", "sequence"}));
+}
+
 TEST(LayoutPresets, NamesAndLookup) {
   std::vector<std::string> names;
   for (const auto& p : expected_presets()) names.push_back(p.name);
