@@ -258,8 +258,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t h = hash64(all);
   const HttpLimits limits = (h & 1) != 0 ? kSmallLimits : HttpLimits{};
   const std::vector<Event> whole = run(all, limits, 0, false);
-  static constexpr size_t kChunks[] = {1, 2, 3, 5, 8, 13, 64, 512};
-  const size_t chunk = kChunks[(h >> 1) % 8];
+  const size_t chunk = piece_size(h >> 1);
   const std::vector<Event> pieces = run(all, limits, chunk, false);
   // Errors may be found at a different byte (a limit seen before a malformed line), so
   // only their position among the requests must agree.

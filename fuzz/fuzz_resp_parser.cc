@@ -120,8 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace idforge::fuzz;
   const std::string_view all = as_text(data, size);
   const std::vector<Event> whole = run(all, 0, false);
-  static constexpr size_t kChunks[] = {1, 2, 3, 5, 8, 13, 64, 512};
-  const size_t chunk = kChunks[hash64(all) % 8];
+  const size_t chunk = piece_size(hash64(all));
   const std::vector<Event> pieces = run(all, chunk, false);
   IDFORGE_FUZZ_CHECK(whole == pieces, "delivery in pieces of " + std::to_string(chunk) +
                                           " gave other commands than delivery at once");

@@ -77,6 +77,13 @@ inline uint64_t hash64(std::string_view text) {
   return h;
 }
 
+// A delivery size for replaying an input in pieces (1 byte at a time up to 512), picked
+// from `hash` so a finding replays with the same pieces.
+inline size_t piece_size(uint64_t hash) {
+  static constexpr size_t kPieces[] = {1, 2, 3, 5, 8, 13, 64, 512};
+  return kPieces[hash % (sizeof(kPieces) / sizeof(kPieces[0]))];
+}
+
 // Printable form of bytes for a failure message.
 inline std::string escaped(std::string_view text, size_t limit = 512) {
   std::string out;

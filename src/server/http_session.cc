@@ -49,6 +49,7 @@ class HttpSession final : public Session {
       return step;
     }
     size_t pos = 0;
+    RequestTally tally(service_.metrics(), kHttp);
     while (true) {
       HttpRequest request;
       ParseResult parsed = parser_.parse(in.substr(pos), &request);
@@ -66,7 +67,6 @@ class HttpSession final : public Session {
         return step;
       }
       pos += parsed.consumed;
-      const auto start = SteadyClock::now();
       ReplyMode mode;
       mode.head = request.method == HttpMethod::kHead;
       mode.close = !request.keep_alive;
@@ -85,7 +85,7 @@ class HttpSession final : public Session {
         };
         return step;
       }
-      service_.metrics().record_request(kHttp, outcome.route, outcome.status, seconds_since(start));
+      tally.add(outcome.route, outcome.status);
       if (mode.close) {
         closing_ = true;
         step.consumed = pos;

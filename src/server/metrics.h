@@ -8,6 +8,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -96,6 +97,42 @@ class Metrics {
   uint64_t latency_sum_ns(int protocol) const;
 
   std::array<Shard, kShards> shards_{};
+};
+
+// Counts the requests one Session::feed() answers without a job: runs of one route and
+// status go in as one update, each timed from when feed() began on the bytes that
+// carried it (requests pipelined together arrived together, so that is when each began
+// to wait; an upper bound). Two clock reads per batch instead of one per request.
+class RequestTally {
+ public:
+  RequestTally(Metrics& metrics, int protocol)
+      : metrics_(metrics), protocol_(protocol), start_(std::chrono::steady_clock::now()) {}
+  ~RequestTally() { flush(); }
+  RequestTally(const RequestTally&) = delete;
+  RequestTally& operator=(const RequestTally&) = delete;
+
+  std::chrono::steady_clock::time_point start() const { return start_; }
+  void add(Route route, int status) {
+    if (count_ > 0 && (route != route_ || status != status_)) flush();
+    route_ = route;
+    status_ = status;
+    ++count_;
+  }
+
+ private:
+  void flush() {
+    if (count_ == 0) return;
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+    metrics_.record_requests(protocol_, route_, status_, count_, took.count());
+    count_ = 0;
+  }
+
+  Metrics& metrics_;
+  const int protocol_;
+  const std::chrono::steady_clock::time_point start_;
+  Route route_ = Route::kNotFound;
+  int status_ = 200;
+  uint64_t count_ = 0;
 };
 
 }  // namespace idforge::server

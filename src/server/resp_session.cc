@@ -115,40 +115,6 @@ std::string one_line(std::string text) {
   return text;
 }
 
-// Counts a feed()'s answered commands for the metrics: runs of one route and status go
-// in as one update, timed from when feed() began on the bytes that carried them (all of
-// a pipelined batch arrived together, so that is when each of them started waiting).
-// Two clock reads per batch instead of one per command.
-class RequestTally {
- public:
-  explicit RequestTally(Metrics& metrics) : metrics_(metrics), start_(Clock::now()) {}
-  ~RequestTally() { flush(); }
-  RequestTally(const RequestTally&) = delete;
-  RequestTally& operator=(const RequestTally&) = delete;
-
-  Clock::time_point start() const { return start_; }
-  void add(Route route, int status) {
-    if (count_ > 0 && (route != route_ || status != status_)) flush();
-    route_ = route;
-    status_ = status;
-    ++count_;
-  }
-
- private:
-  void flush() {
-    if (count_ == 0) return;
-    metrics_.record_requests(kResp, route_, status_, count_,
-                             std::chrono::duration<double>(Clock::now() - start_).count());
-    count_ = 0;
-  }
-
-  Metrics& metrics_;
-  const Clock::time_point start_;
-  Route route_ = Route::kRespOther;
-  int status_ = 200;
-  uint64_t count_ = 0;
-};
-
 struct Answer {
   int status = 200;  // for metrics; unused with kBlocking (the job records its own)
   Session::Next next = Session::Next::kNeedMore;
@@ -260,7 +226,7 @@ void put_unknown_command(std::string& out, Args args) {
 Session::Step RespSession::feed(std::string_view in, std::string& out) {
   if (closed_) return {in.size(), Next::kClose, {}};
   size_t pos = 0;
-  RequestTally tally(service_.metrics());
+  RequestTally tally(service_.metrics(), kResp);
   start_ = tally.start();
   while (true) {
     const RespParser::Outcome parsed = parser_.parse(in.substr(pos));

@@ -126,6 +126,15 @@ TEST_F(HttpSessionTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(all[0].json()["kind"], "snowflake");
   EXPECT_EQ(ids_of(all[1]), std::vector<uint64_t>{1001});
   EXPECT_EQ(all[2].body, "ok\n");
+
+  // Batched or not, every request is counted once; the waiting one by its job.
+  const Metrics& m = service_->metrics();
+  EXPECT_EQ(m.requests(0, Route::kHealth, 200), 2u);
+  EXPECT_EQ(m.requests(0, Route::kSnowflake, 200), 2u);
+  EXPECT_EQ(m.requests(0, Route::kUuid7, 200), 1u);
+  EXPECT_EQ(m.requests(0, Route::kSegment, 200), 1u);
+  EXPECT_THAT(m.render(*service_),
+              HasSubstr("idforge_request_duration_seconds_count{protocol=\"http\"} 6\n"));
 }
 
 // Pipelined requests with big answers (10,000 UUIDs is ~400 KB) are answered in steps
