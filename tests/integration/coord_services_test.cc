@@ -24,7 +24,8 @@ TEST(CoordServices, EtcdKeepsDataAcrossRestart) {
   ASSERT_TRUE(services.stop(*server).ok());
   EXPECT_NE(services.client(*server, {"--dial-timeout=500ms", "get", "/svc-test"}).exit_code, 0);
   ASSERT_TRUE(services.restart(*server).ok());
-  const RunResult got = services.client(*server, {"get", "--print-value-only", "/svc-test"});
+  const test_support::RunResult got =
+      services.client(*server, {"get", "--print-value-only", "/svc-test"});
   EXPECT_EQ(got.exit_code, 0);
   EXPECT_EQ(got.out, "kept\n");
 
@@ -44,7 +45,7 @@ TEST(CoordServices, ZookeeperKeepsDataAcrossRestart) {
   ASSERT_EQ(services.client(*server, {"create", "/svc-test", "kept"}).exit_code, 0);
   ASSERT_TRUE(services.stop(*server).ok());
   ASSERT_TRUE(services.restart(*server).ok());
-  const RunResult got = services.client(*server, {"get", "/svc-test"});
+  const test_support::RunResult got = services.client(*server, {"get", "/svc-test"});
   EXPECT_EQ(got.exit_code, 0);
   EXPECT_NE(got.out.find("kept"), std::string::npos) << got.out;
   ASSERT_TRUE(services.stop(*server).ok());

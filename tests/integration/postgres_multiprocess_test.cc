@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "idforge/segment_store.h"
-#include "integration/process.h"
 #include "integration/services.h"
 #include "store/store_factory.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
+
+using test_support::Child;
+using test_support::read_file;
 
 // Each line as a decimal ID; false (and a test failure) on anything else.
 bool parse_lines(const std::string& text, std::vector<uint64_t>* out) {
@@ -56,15 +59,15 @@ TEST(PostgresMultiProcessTest, FourProcessesSharingOneDatabaseNeverCollide) {
   std::vector<Child> children;
   for (int i = 0; i < kProcesses; ++i) {
     const std::string base = dir + "/next" + std::to_string(i);
-    children.push_back(spawn({idforge_bin(), "next", "--tag", tag, "--count",
-                              std::to_string(kPerProcess), "--store", *url},
-                             base + ".out", base + ".err"));
+    children.push_back(test_support::spawn({idforge_bin(), "next", "--tag", tag, "--count",
+                                            std::to_string(kPerProcess), "--store", *url},
+                                           {.out_path = base + ".out", .err_path = base + ".err"}));
     ASSERT_GT(children.back().pid, 0);
   }
   std::vector<uint64_t> all;
   all.reserve(kProcesses * kPerProcess);
   for (const Child& c : children) {
-    const int code = wait_child(c);
+    const int code = test_support::reap(c.pid).code;
     EXPECT_EQ(code, 0) << read_file(c.err_path);
     std::vector<uint64_t> ids;
     ASSERT_TRUE(parse_lines(read_file(c.out_path), &ids));

@@ -12,11 +12,14 @@
 #include "idforge/segment_store.h"
 #include "integration/services.h"
 #include "store/store_factory.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using test_support::Child;
+using test_support::RunResult;
 
 int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -166,7 +169,7 @@ TEST(PostgresStoreTest, ALockHeldTooLongEndsInStatementTimeoutNotAHang) {
       << seg.status().message();
   EXPECT_GE(took, 3000);
   EXPECT_LT(took, 7000);
-  EXPECT_EQ(wait_child(holder), 0) << read_file(holder.err_path);
+  EXPECT_EQ(test_support::reap(holder.pid).code, 0) << test_support::read_file(holder.err_path);
   // Nothing moved, and the same store works once the lock is gone.
   EXPECT_EQ((*s)->allocate(tag, 0).value().first, 1u);
 }

@@ -23,6 +23,7 @@
 #include "idforge/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
@@ -165,7 +166,7 @@ TEST(RedisRegistryServerTest, AFrozenServerFailsARenewWithinTheTtl) {
   ASSERT_TRUE(reg.ok()) << reg.status().to_string();
   Result<Lease> a = (*reg)->acquire("a");
   ASSERT_TRUE(a.ok());
-  const pid_t pid = std::stoi(read_file(redis->dir + "/redis.pid"));
+  const pid_t pid = std::stoi(test_support::read_file(redis->dir + "/redis.pid"));
   ASSERT_GT(pid, 1);
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
   const auto started = Clock::now();

@@ -11,6 +11,7 @@
 #include "idforge/segment_store.h"
 #include "integration/services.h"
 #include "store/store_factory.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
@@ -177,7 +178,7 @@ TEST(RedisStoreTest, AFrozenServerTimesOutAndTheStoreRecovers) {
   auto s = store::open_store(redis->url);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   ASSERT_TRUE((*s)->create_tag(spec_of("frozen", 10)).ok());
-  const pid_t pid = std::stoi(read_file(redis->dir + "/redis.pid"));
+  const pid_t pid = std::stoi(test_support::read_file(redis->dir + "/redis.pid"));
   ASSERT_GT(pid, 1);
 
   // SIGSTOP: the socket stays open and the kernel keeps acknowledging, but no answer

@@ -89,7 +89,7 @@ class RedisBackend final : public RegistryBackend {
   }
   std::string worker_key(uint64_t slot) const { return key("worker", std::to_string(slot)); }
   std::string cli(const std::vector<std::string>& args) {
-    RunResult r = Services::get().client(server_, args);
+    test_support::RunResult r = Services::get().client(server_, args);
     EXPECT_EQ(r.exit_code, 0) << "redis-cli " << args.front() << " failed";
     return trim(r.out);
   }

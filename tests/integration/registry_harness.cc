@@ -1,23 +1,26 @@
 #include "integration/registry_harness.h"
 
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
 
 #include "integration/services.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
 
 using Ms = std::chrono::milliseconds;
+using test_support::ExitInfo;
+using test_support::read_file;
+using test_support::reap;
 
 // Generous: ten holders started at once on a busy machine, each opening a connection.
 constexpr int64_t kLeaseWaitMs = 20'000;
@@ -56,19 +59,6 @@ bool to_number(std::string_view text, T* out) {
   return ec == std::errc() && p == text.data() + text.size() && !text.empty();
 }
 
-// Exit status of a child if it has ended (reaping it), else -1.
-int exited(pid_t pid) {
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid, &status, WNOHANG);
-  } while (r < 0 && errno == EINTR);
-  if (r != pid) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
 std::string one_line(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
@@ -89,9 +79,7 @@ RegistryHarness::RegistryHarness(HarnessConfig config) : config_(std::move(confi
 RegistryHarness::~RegistryHarness() {
   for (pid_t pid : running_) {
     ::kill(pid, SIGKILL);
-    Child c;
-    c.pid = pid;
-    wait_child(c);
+    reap(pid);
   }
 }
 
@@ -112,9 +100,10 @@ CommandResult RegistryHarness::worker(const std::string& sub, const std::vector<
   argv.insert(argv.end(), args.begin(), args.end());
   for (std::string& flag : common_flags(layout)) argv.push_back(std::move(flag));
   const std::string base = next_path(sub);
-  const Child child = spawn(argv, base + ".out", base + ".err");
+  const test_support::Child child =
+      test_support::spawn(argv, {.out_path = base + ".out", .err_path = base + ".err"});
   CommandResult result;
-  result.exit_code = wait_child(child);
+  result.exit_code = reap(child.pid).code;
   result.out = read_file(child.out_path);
   result.err = read_file(child.err_path);
   return result;
@@ -135,11 +124,10 @@ Status RegistryHarness::await_lease(Holder* holder) {
         return Status::Internal("cannot read the lease `worker acquire` printed:\n" + out);
       return Status::Ok();
     }
-    const int code = exited(holder->child.pid);
-    if (code >= 0) {
+    if (const std::optional<ExitInfo> exit = test_support::try_reap(holder->child.pid)) {
       forget(holder->child.pid);
       return Status::Unavailable("`worker acquire --identity " + holder->identity +
-                                 "` exited with " + std::to_string(code) + ": " +
+                                 "` exited with " + std::to_string(exit->code) + ": " +
                                  one_line(read_file(holder->child.err_path)));
     }
     if (elapsed_ms(start) > kLeaseWaitMs) {
@@ -173,7 +161,8 @@ Result<std::vector<Holder>> RegistryHarness::acquire_all(const std::vector<std::
     const std::string base = next_path("holder");
     Holder holder;
     holder.identity = identity;
-    holder.child = spawn(argv, base + ".out", base + ".err");
+    holder.child =
+        test_support::spawn(argv, {.out_path = base + ".out", .err_path = base + ".err"});
     if (holder.child.pid <= 0) return Status::IoError("cannot start " + idforge_bin());
     running_.insert(holder.child.pid);
     holders.push_back(std::move(holder));
@@ -190,7 +179,7 @@ Result<std::vector<Holder>> RegistryHarness::acquire_all(const std::vector<std::
 Status RegistryHarness::stop(const Holder& holder) {
   if (running_.count(holder.child.pid) == 0) return Status::Ok();
   ::kill(holder.child.pid, SIGTERM);
-  const int code = wait_child(holder.child);
+  const int code = reap(holder.child.pid).code;
   forget(holder.child.pid);
   if (code != 0) {
     return Status::Internal("holder " + holder.identity + " exited with " + std::to_string(code) +
@@ -202,7 +191,7 @@ Status RegistryHarness::stop(const Holder& holder) {
 void RegistryHarness::kill(const Holder& holder) {
   if (running_.count(holder.child.pid) == 0) return;
   ::kill(holder.child.pid, SIGKILL);
-  wait_child(holder.child);
+  reap(holder.child.pid);
   forget(holder.child.pid);
 }
 

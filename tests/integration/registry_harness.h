@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "integration/process.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 
@@ -46,7 +46,7 @@ struct HarnessConfig {
 
 // A running `idforge worker acquire` and the lease it printed.
 struct Holder {
-  Child child;
+  test_support::Child child;
   std::string identity;
   uint64_t slot = 0;
   uint64_t datacenter = 0;

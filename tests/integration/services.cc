@@ -11,13 +11,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
+
+using test_support::Child;
+using test_support::RunResult;
 
 // Services is used from test bodies only, but a test may start helper threads; one
 // lock keeps the bookkeeping simple.
@@ -43,6 +47,13 @@ std::string kind_name(ServerKind kind) {
       return "zookeeper";
   }
   return "unknown";
+}
+
+// Runs a script to the end with its stderr left on the test's own, where a failing
+// start explains itself in the test log. No timeout of our own: ctest's bounds the test.
+// Output passes through `scratch`.out.
+RunResult run_script(const std::vector<std::string>& argv, const std::string& scratch) {
+  return test_support::run_command(argv, scratch, {.capture_err = false, .timeout = std::nullopt});
 }
 
 class ServicesEnvironment : public ::testing::Environment {
@@ -120,9 +131,9 @@ Result<Server> Services::start(ServerKind kind, const std::string& name) {
   server.kind = kind;
   server.dir = root_ + "/" + name + "-" + std::to_string(next_dir_++);
   const std::string kind_text = kind_name(kind);
-  const RunResult r = run({script_path("test-services"), "start", kind_text, server.dir, "--owner",
-                           std::to_string(getpid())},
-                          server.dir + ".out");
+  const RunResult r = run_script({script_path("test-services"), "start", kind_text, server.dir,
+                                  "--owner", std::to_string(getpid())},
+                                 server.dir);
   server.url = trim(r.out);
   if (r.exit_code != 0 || server.url.empty()) {
     return Status::Unavailable("scripts/test-services start " + kind_text + " failed (exit " +
@@ -176,16 +187,16 @@ Result<Server> Services::start_private(ServerKind kind, const std::string& name)
 }
 
 Status Services::stop(const Server& server) {
-  const RunResult r = run({script_path("test-services"), "stop", server.dir}, server.dir + ".out");
+  const RunResult r = run_script({script_path("test-services"), "stop", server.dir}, server.dir);
   if (r.exit_code != 0)
     return Status::IoError("scripts/test-services stop " + server.dir + " failed");
   return Status::Ok();
 }
 
 Status Services::restart(const Server& server) {
-  const RunResult r = run(
+  const RunResult r = run_script(
       {script_path("test-services"), "restart", server.dir, "--owner", std::to_string(getpid())},
-      server.dir + ".out");
+      server.dir);
   if (r.exit_code != 0 || trim(r.out) != server.url) {
     return Status::IoError("scripts/test-services restart " + server.dir + " failed");
   }
@@ -193,15 +204,14 @@ Status Services::restart(const Server& server) {
 }
 
 Status Services::pause(const Server& server) {
-  const RunResult r = run({script_path("test-services"), "pause", server.dir}, server.dir + ".out");
+  const RunResult r = run_script({script_path("test-services"), "pause", server.dir}, server.dir);
   if (r.exit_code != 0)
     return Status::IoError("scripts/test-services pause " + server.dir + " failed");
   return Status::Ok();
 }
 
 Status Services::resume(const Server& server) {
-  const RunResult r =
-      run({script_path("test-services"), "resume", server.dir}, server.dir + ".out");
+  const RunResult r = run_script({script_path("test-services"), "resume", server.dir}, server.dir);
   if (r.exit_code != 0)
     return Status::IoError("scripts/test-services resume " + server.dir + " failed");
   return Status::Ok();
@@ -210,7 +220,7 @@ Status Services::resume(const Server& server) {
 RunResult Services::client(const Server& server, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {script_path("test-services"), "client", server.dir};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv, server.dir + ".client.out");
+  return run_script(argv, server.dir + ".client");
 }
 
 Child Services::spawn_client(const Server& server, const std::vector<std::string>& args) {
@@ -218,7 +228,7 @@ Child Services::spawn_client(const Server& server, const std::vector<std::string
   argv.insert(argv.end(), args.begin(), args.end());
   static std::atomic<int> n{0};
   const std::string base = server.dir + ".bg" + std::to_string(n.fetch_add(1));
-  return spawn(argv, base + ".out", base + ".err");
+  return test_support::spawn(argv, {.out_path = base + ".out", .err_path = base + ".err"});
 }
 
 void Services::stop_all() {
@@ -229,8 +239,8 @@ void Services::stop_all() {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(root_, ec)) {
     if (entry.is_directory() && std::filesystem::exists(entry.path() / "kind")) {
-      run({script_path("test-services"), "stop", entry.path().string()},
-          entry.path().string() + ".out");
+      run_script({script_path("test-services"), "stop", entry.path().string()},
+                 entry.path().string());
     }
   }
   if (std::getenv("IDFORGE_KEEP_TEST_DIR") == nullptr) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "integration/process.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 
@@ -52,9 +52,9 @@ class Services {
 
   // psql (as role idforge, database idforge), redis-cli, etcdctl or zkCli on `server`,
   // with `args`.
-  RunResult client(const Server& server, const std::vector<std::string>& args);
+  test_support::RunResult client(const Server& server, const std::vector<std::string>& args);
   // The same, started in the background; stdout and stderr go to files in its dir.
-  Child spawn_client(const Server& server, const std::vector<std::string>& args);
+  test_support::Child spawn_client(const Server& server, const std::vector<std::string>& args);
 
   // A fresh directory under the temporary root, for files (SQLite, outputs).
   std::string make_dir(const std::string& name);

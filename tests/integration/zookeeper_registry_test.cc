@@ -34,10 +34,10 @@
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/worker_registry.h"
-#include "integration/process.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"
+#include "support/process.h"
 
 namespace idforge::integration {
 namespace {
@@ -226,21 +226,22 @@ TEST(ZookeeperRegistryChild, DISABLED_HoldsALeaseUntilKilled) {
 TEST_F(ZookeeperRegistryTest, AKilledHolderFreesItsSlotAfterTheSessionTimeout) {
   const std::string dir = Services::get().make_dir("zk-child");
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  Child child =
-      spawn({"/usr/bin/env", "IDFORGE_ZK_CHILD_URL=" + url_, "IDFORGE_ZK_CHILD_CLUSTER=" + cluster_,
-             self, "--gtest_filter=ZookeeperRegistryChild.DISABLED_HoldsALeaseUntilKilled",
-             "--gtest_also_run_disabled_tests"},
-            dir + "/out", dir + "/err");
+  const test_support::Child child = test_support::spawn(
+      {self, "--gtest_filter=ZookeeperRegistryChild.DISABLED_HoldsALeaseUntilKilled",
+       "--gtest_also_run_disabled_tests"},
+      {.env = {"IDFORGE_ZK_CHILD_URL=" + url_, "IDFORGE_ZK_CHILD_CLUSTER=" + cluster_},
+       .out_path = dir + "/out",
+       .err_path = dir + "/err"});
   ASSERT_GT(child.pid, 0);
   std::string out;
   const bool printed = eventually(
       [&] {
-        out = read_file(child.out_path);
+        out = test_support::read_file(child.out_path);
         return out.find("slot ") != std::string::npos && out.find('\n') != std::string::npos;
       },
       30'000);
   if (!printed) ::kill(child.pid, SIGKILL);
-  ASSERT_TRUE(printed) << out << read_file(child.err_path);
+  ASSERT_TRUE(printed) << out << test_support::read_file(child.err_path);
   unsigned long long slot = 0;
   long long ttl = 0;
   ASSERT_EQ(std::sscanf(out.c_str() + out.find("slot "), "slot %llu ttl %lld", &slot, &ttl), 2);
@@ -252,7 +253,7 @@ TEST_F(ZookeeperRegistryTest, AKilledHolderFreesItsSlotAfterTheSessionTimeout) {
 
   ::kill(child.pid, SIGKILL);
   const auto killed = SteadyClock::now();
-  EXPECT_EQ(wait_child(child), 128 + SIGKILL);
+  EXPECT_EQ(test_support::reap(child.pid).code, 128 + SIGKILL);
   EXPECT_EQ(taken_slots(*reg).count(slot), 1u) << "a silent holder keeps its slot a while";
   ASSERT_TRUE(eventually([&] { return taken_slots(*reg).count(slot) == 0; }, ttl + 3000));
   const int64_t freed_after = ms_since(killed);

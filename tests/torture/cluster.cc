@@ -18,6 +18,10 @@
 namespace idforge::torture {
 namespace {
 
+using test_support::ExitInfo;
+using test_support::read_file;
+using test_support::RunResult;
+
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
@@ -88,8 +92,9 @@ std::string clock_summary(const ServerProc& server) {
 }
 
 Status Service::start() {
-  const RunResult r = run_command(
-      {script_, "start", kind_, dir_, "--owner", std::to_string(getpid())}, dir_ + ".start");
+  const RunResult r = test_support::run_command(
+      {script_, "start", kind_, dir_, "--owner", std::to_string(getpid())}, dir_ + ".start",
+      {.die_with_parent = true});
   url_ = trim(r.out);
   if (r.exit_code != 0 || url_.empty()) {
     return Status::Unavailable(fmt::format("test-services start {} failed (exit {}): {}", kind_,
@@ -99,7 +104,8 @@ Status Service::start() {
 }
 
 Status Service::stop() {
-  const RunResult r = run_command({script_, "stop", dir_}, dir_ + ".stop");
+  const RunResult r =
+      test_support::run_command({script_, "stop", dir_}, dir_ + ".stop", {.die_with_parent = true});
   if (r.exit_code != 0) {
     return Status::IoError(fmt::format("test-services stop {}: {}", kind_, trim(r.err)));
   }
@@ -107,8 +113,9 @@ Status Service::stop() {
 }
 
 Status Service::restart() {
-  const RunResult r = run_command({script_, "restart", dir_, "--owner", std::to_string(getpid())},
-                                  dir_ + ".restart");
+  const RunResult r =
+      test_support::run_command({script_, "restart", dir_, "--owner", std::to_string(getpid())},
+                                dir_ + ".restart", {.die_with_parent = true});
   if (r.exit_code != 0 || trim(r.out) != url_) {
     return Status::IoError(fmt::format("test-services restart {}: {}", kind_, trim(r.err)));
   }
@@ -169,7 +176,7 @@ ServerProc::ServerProc(int index, ServerConfig config, std::string idforge, std:
 
 bool ServerProc::set_offset(int64_t offset_ms) {
   offset_ms_ = offset_ms;
-  return write_file_atomically(offset_path_, offset_text(offset_ms));
+  return test_support::write_file_atomically(offset_path_, offset_text(offset_ms));
 }
 
 bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t offset_ms) {
@@ -197,17 +204,19 @@ bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t off
                                    "--identity", config_.identity};
   argv.insert(argv.end(), common_args.begin(), common_args.end());
   argv.insert(argv.end(), config_.extra_args.begin(), config_.extra_args.end());
-  SpawnOptions options;
+  test_support::SpawnOptions options;
   out_path_ = fmt::format("{}/{}.{}.out", work_dir_, config_.name, number);
   options.out_path = out_path_;
   options.err_path = err_path_;
+  options.append_err = true;  // one file across restarts, with the marker lines above
+  options.die_with_parent = true;
   options.env = {"LD_PRELOAD=" + find_faketime_library(), "FAKETIME_TIMESTAMP_FILE=" + offset_path_,
                  // Re-read the offset file every second (the default is every 10 s);
                  // reading it on every call would cost a file read per clock read.
                  "FAKETIME_CACHE_DURATION=1",
                  // An NTP step moves CLOCK_REALTIME only.
                  "FAKETIME_DONT_FAKE_MONOTONIC=1"};
-  pid_ = spawn_process(argv, options);
+  pid_ = test_support::spawn(argv, options).pid;
   if (pid_ < 0) {
     last_failure_ = "cannot start " + idforge_;
     return false;
@@ -230,7 +239,7 @@ StartOutcome ServerProc::await_start(std::chrono::milliseconds timeout) {
       up = true;
       return StartOutcome::kStarted;
     }
-    if (std::optional<ExitInfo> info = try_reap(pid_)) {
+    if (std::optional<ExitInfo> info = test_support::try_reap(pid_)) {
       pid_ = -1;
       const std::string err = read_file(err_path_).substr(err_before_);
       last_failure_ = info->to_string() + ": " + trim(err);
@@ -267,9 +276,9 @@ StartOutcome ServerProc::start(const std::vector<std::string>& common_args, int6
 
 void ServerProc::reap_after_signal() {
   if (pid_ <= 0) return;
-  if (!wait_for_exit(pid_, std::chrono::seconds(10))) {
+  if (!test_support::wait_for_exit(pid_, std::chrono::seconds(10))) {
     kill(pid_, SIGKILL);
-    [[maybe_unused]] auto info = wait_for_exit(pid_, std::chrono::seconds(10));
+    [[maybe_unused]] auto info = test_support::wait_for_exit(pid_, std::chrono::seconds(10));
   }
   pid_ = -1;
 }
@@ -294,10 +303,10 @@ std::optional<ExitInfo> ServerProc::terminate(std::chrono::milliseconds timeout)
   if (pid_ <= 0) return std::nullopt;
   kill(pid_, SIGCONT);  // a stopped process would handle SIGTERM only once resumed
   kill(pid_, SIGTERM);
-  std::optional<ExitInfo> info = wait_for_exit(pid_, timeout);
+  std::optional<ExitInfo> info = test_support::wait_for_exit(pid_, timeout);
   if (!info) {
     kill(pid_, SIGKILL);
-    [[maybe_unused]] auto killed = wait_for_exit(pid_, std::chrono::seconds(10));
+    [[maybe_unused]] auto killed = test_support::wait_for_exit(pid_, std::chrono::seconds(10));
   }
   pid_ = -1;
   return info;
@@ -305,7 +314,7 @@ std::optional<ExitInfo> ServerProc::terminate(std::chrono::milliseconds timeout)
 
 std::optional<ExitInfo> ServerProc::check_unexpected_exit() {
   if (pid_ <= 0) return std::nullopt;
-  std::optional<ExitInfo> info = try_reap(pid_);
+  std::optional<ExitInfo> info = test_support::try_reap(pid_);
   if (info) {
     up = false;
     pid_ = -1;

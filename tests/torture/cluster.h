@@ -6,8 +6,9 @@
 // clock is left alone, as an NTP step leaves it). Servers keep the ports they got on
 // their first start, so clients reconnect to a restarted server at the same address.
 //
-// Thread-safety: only the main thread calls the methods (children are started from it,
-// see process.h); client threads read the atomics of ServerProc.
+// Thread-safety: only the main thread calls the methods (children are started from it
+// with die_with_parent, see support/process.h); client threads read the atomics of
+// ServerProc.
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +21,7 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "process.h"
+#include "support/process.h"
 #include "wire.h"
 
 namespace idforge::torture {
@@ -86,9 +87,9 @@ class ServerProc {
   void sigcont();
   // SIGTERM and wait; the exit, or nullopt if it did not end within `timeout` (then
   // it is killed).
-  std::optional<ExitInfo> terminate(std::chrono::milliseconds timeout);
+  std::optional<test_support::ExitInfo> terminate(std::chrono::milliseconds timeout);
   // An exit nobody asked for (a crash): reaped here, returned once.
-  std::optional<ExitInfo> check_unexpected_exit();
+  std::optional<test_support::ExitInfo> check_unexpected_exit();
   bool running() const { return pid_ > 0; }
 
   // GET /readyz answers 200 within `timeout`.

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <thread>
 
+#include "support/process.h"
+
 namespace idforge::torture {
 namespace {
 
 using std::chrono::milliseconds;
+using test_support::ExitInfo;
+using test_support::tail_of;
 
 constexpr auto kStartTimeout = std::chrono::seconds(30);
 // Further back than this, a clock step starts from the right time instead, so the

@@ -27,9 +27,13 @@
 #include "cluster.h"
 #include "faults.h"
 #include "run.h"
+#include "support/process.h"
 
 namespace idforge::torture {
 namespace {
+
+using test_support::ExitInfo;
+using test_support::tail_of;
 
 constexpr const char* kTags[2] = {"torture_a", "torture_b"};
 constexpr uint64_t kTwitterEpochMs = 1288834974657;
@@ -143,9 +147,10 @@ Status start_cluster(Run& run) {
 
   const int64_t steps[2] = {1000, 100};
   for (int t = 0; t < 2; ++t) {
-    const RunResult r = run_command({o.idforge, "tag", "create", kTags[t], "--step",
-                                     std::to_string(steps[t]), "--store", run.postgres->url()},
-                                    run.work_dir + "/tag-create");
+    const test_support::RunResult r =
+        test_support::run_command({o.idforge, "tag", "create", kTags[t], "--step",
+                                   std::to_string(steps[t]), "--store", run.postgres->url()},
+                                  run.work_dir + "/tag-create", {.die_with_parent = true});
     if (r.exit_code != 0) return Status::Internal("idforge tag create failed: " + r.err);
   }
 
