@@ -24,6 +24,7 @@ enum class StatusCode {
   kClockBackwards,     // the clock moved back and the policy refuses to issue
   kResourceExhausted,  // no capacity left (sequence, slots, drift budget)
   kDeadlineExceeded,   // waited for the allowed time and gave up
+  kLeaseLost,          // the coordinator no longer gives us our worker lease: stop issuing
   kIoError,            // the operating system or a backend failed
   kInternal,           // a bug: an invariant that should hold did not
 };
@@ -53,6 +54,7 @@ class [[nodiscard]] Status {
   static Status DeadlineExceeded(std::string m) {
     return {StatusCode::kDeadlineExceeded, std::move(m)};
   }
+  static Status LeaseLost(std::string m) { return {StatusCode::kLeaseLost, std::move(m)}; }
   static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 

@@ -63,8 +63,10 @@ class WorkerRegistry {
   // ResourceExhausted naming the limit when every slot is taken.
   virtual Result<Lease> acquire(const std::string& identity) = 0;
   // Extends the lease by ttl_ms and stores `high_water_ms` (never lowering the stored
-  // mark). Fails (Unavailable, FailedPrecondition-like Unavailable with "lost") when
-  // the lease is gone or the coordinator cannot be reached; the caller then fences.
+  // mark). LeaseLost when the coordinator says the lease is gone (expired, released,
+  // or another holder has the slot): the caller stops issuing for good. Any other error
+  // (Unavailable, IoError, ...) means the coordinator could not answer: the caller fences
+  // and keeps trying.
   virtual Status renew(const Lease& lease, int64_t high_water_ms) = 0;
   virtual Status release(const Lease& lease) = 0;
   virtual Result<std::vector<SlotStatus>> status() = 0;

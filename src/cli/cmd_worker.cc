@@ -177,8 +177,8 @@ int run_acquire(const WorkerFlags& flags) {
   while (true) {
     const coord::KeeperStatus s = (*held)->keeper().status();
     if (s.state == coord::LeaseState::kLost) {
-      return fail(Status::Unavailable(fmt::format("lost the worker lease for slot {}: {}",
-                                                  (*held)->lease().slot, s.last_error)));
+      return fail(Status::LeaseLost(fmt::format("lost the worker lease for slot {}: {}",
+                                                (*held)->lease().slot, s.last_error)));
     }
     int64_t wait_ms = kHoldPollMs;
     if (hold_ms) {

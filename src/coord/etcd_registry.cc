@@ -249,7 +249,7 @@ Result<Lease> EtcdRegistry::acquire(const std::string& identity) {
 }
 
 Status EtcdRegistry::lost(uint64_t slot, const std::vector<EtcdKeyValue>& worker) const {
-  return Status::Unavailable(fmt::format(
+  return Status::LeaseLost(fmt::format(
       "lease on slot {} lost: {} in {}", slot,
       worker.empty() ? std::string("it expired or was released")
                      : fmt::format("'{}' holds it now", worker.front().value.substr(0, 200)),

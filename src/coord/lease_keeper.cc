@@ -67,19 +67,7 @@ std::vector<std::pair<std::string, uint64_t>> lease_node_values(const LeaseNodeF
 }
 
 bool is_lease_lost(const Status& status) {
-  if (status.code() == StatusCode::kNotFound) return true;
-  // "slot <digits> lost:", so that a transport error ("connection lost") is not read
-  // as a verdict on the lease.
-  const std::string& m = status.message();
-  constexpr std::string_view kSlot = "slot ";
-  constexpr std::string_view kLost = " lost:";
-  for (size_t at = m.find(kSlot); at != std::string::npos; at = m.find(kSlot, at + 1)) {
-    size_t end = at + kSlot.size();
-    const size_t digits = end;
-    while (end < m.size() && m[end] >= '0' && m[end] <= '9') ++end;
-    if (end > digits && m.compare(end, kLost.size(), kLost) == 0) return true;
-  }
-  return false;
+  return status.code() == StatusCode::kLeaseLost || status.code() == StatusCode::kNotFound;
 }
 
 std::string_view lease_state_name(LeaseState state) {

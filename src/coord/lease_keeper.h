@@ -58,8 +58,8 @@ std::vector<std::pair<std::string, uint64_t>> lease_node_values(const LeaseNodeF
                                                                 const Lease& lease);
 
 // A renew error that means another holder may have the slot (as opposed to a
-// coordinator we cannot reach): NotFound, or a message containing "slot N lost:" as
-// backends write it ("lease on slot 7 lost: it expired ...").
+// coordinator we cannot reach): LeaseLost, or NotFound (the registry does not know the
+// slot or the lease at all). Decided by code only: no message wording is read.
 bool is_lease_lost(const Status& status);
 
 enum class LeaseState {

@@ -259,11 +259,11 @@ Status RedisRegistry::renew(const Lease& lease, int64_t high_water_ms) {
     std::string holder;
     if (!read_pair(r, &renewed, &holder)) return unexpected("renewing a lease");
     if (renewed == 1) return Status::Ok();
-    return Status::Unavailable(
-        fmt::format("lease on slot {} lost: {} in {}", lease.slot,
-                    holder.empty() ? std::string("it expired or Redis lost it")
-                                   : fmt::format("'{}' holds it now", holder_of(holder)),
-                    described_));
+    return Status::LeaseLost(fmt::format("lease on slot {} lost: {} in {}", lease.slot,
+                                         holder.empty()
+                                             ? std::string("it expired or Redis lost it")
+                                             : fmt::format("'{}' holds it now", holder_of(holder)),
+                                         described_));
   });
 }
 
@@ -283,7 +283,7 @@ Status RedisRegistry::release(const Lease& lease) {
     if (!read_pair(r, &released, &holder)) return unexpected("releasing a lease");
     // Expired already: the slot is free, which is what release is for.
     if (released == 1 || holder.empty()) return Status::Ok();
-    return Status::Unavailable(
+    return Status::LeaseLost(
         fmt::format("lease on slot {} lost: '{}' holds it now in {}; left it alone", lease.slot,
                     holder_of(holder), described_));
   });

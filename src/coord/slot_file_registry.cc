@@ -60,14 +60,14 @@ Status SlotFileRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   std::lock_guard guard(mu_);
   auto it = held_.find(lease.token);
   if (it == held_.end()) {
-    return Status::Unavailable(
+    return Status::LeaseLost(
         fmt::format("worker lease for slot {} lost: this process no longer holds it", lease.slot));
   }
   Held& held = it->second;
   if (!held.lock->still_linked()) {
     const std::string path = held.lock->path();
     held_.erase(it);
-    return Status::Unavailable(
+    return Status::LeaseLost(
         fmt::format("worker lease for slot {} lost: its lock file {} was removed or replaced",
                     lease.slot, path));
   }

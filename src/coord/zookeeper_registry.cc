@@ -203,7 +203,7 @@ class ZookeeperRegistry final : public WorkerRegistry {
                         int64_t high_water_ms) const;
   void abandon(const ZkSession& s, uint64_t slot, const std::string& identity) const;
   Status lost(const Lease& lease, std::string_view why) const {
-    return Status::Unavailable(
+    return Status::LeaseLost(
         fmt::format("lease on slot {} lost: {} ({})", lease.slot, why, describe()));
   }
 

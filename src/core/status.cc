@@ -22,6 +22,8 @@ std::string_view status_code_name(StatusCode code) {
       return "resource_exhausted";
     case StatusCode::kDeadlineExceeded:
       return "deadline_exceeded";
+    case StatusCode::kLeaseLost:
+      return "lease_lost";
     case StatusCode::kIoError:
       return "io_error";
     case StatusCode::kInternal:

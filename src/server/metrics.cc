@@ -45,6 +45,7 @@ int http_status_of(StatusCode code) {
     case StatusCode::kClockBackwards:
     case StatusCode::kResourceExhausted:
     case StatusCode::kDeadlineExceeded:
+    case StatusCode::kLeaseLost:
       return 503;
     case StatusCode::kIoError:
     case StatusCode::kInternal:

@@ -197,7 +197,7 @@ TEST(RedisRegistryServerTest, ARedisThatForgetsEverythingFailsTheHoldersRenew) {
   ASSERT_EQ(trim(sv.client(*redis, {"FLUSHALL"}).out), "OK");
   Status lost = (*reg)->renew(*a, 2000);
   ASSERT_FALSE(lost.ok());
-  EXPECT_EQ(lost.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(lost.code(), StatusCode::kLeaseLost);
   EXPECT_NE(lost.message().find("lease on slot 0 lost"), std::string::npos) << lost.message();
   EXPECT_EQ(trim(sv.client(*redis, {"DBSIZE"}).out), "0");
 

@@ -154,7 +154,7 @@ TEST_P(RegistryContractTest, ReleaseAndForceReleaseFreeTheSlot) {
   EXPECT_EQ(outside.code(), StatusCode::kInvalidArgument) << outside.to_string();
   // b no longer holds it, and learns so at its next renew.
   Status lost = reg->renew(*b, 1);
-  EXPECT_EQ(lost.code(), StatusCode::kUnavailable) << lost.to_string();
+  EXPECT_EQ(lost.code(), StatusCode::kLeaseLost) << lost.to_string();
   EXPECT_TRUE(coord::is_lease_lost(lost)) << lost.to_string();
   Result<Lease> c = reg->acquire("c");
   ASSERT_TRUE(c.ok());
@@ -350,7 +350,7 @@ TEST_P(TtlRegistryContractTest, RenewFailsOnceTheLeaseIsLostAndNeverTakesTheSlot
   while (backend().taken(0) && ms_since(started) < traits().expires_after_max_ms) sleep_ms(50);
   Status expired = reg->renew(*a, 200);
   ASSERT_FALSE(expired.ok());
-  EXPECT_EQ(expired.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(expired.code(), StatusCode::kLeaseLost) << expired.to_string();
   EXPECT_TRUE(has(expired.message(), "lease on slot 0 lost")) << expired.message();
   EXPECT_TRUE(coord::is_lease_lost(expired));
   EXPECT_FALSE(backend().taken(0));
@@ -364,7 +364,8 @@ TEST_P(TtlRegistryContractTest, RenewFailsOnceTheLeaseIsLostAndNeverTakesTheSlot
   EXPECT_EQ(b->high_water_ms, 100);
   Status stolen = reg->renew(*a, 999);
   ASSERT_FALSE(stolen.ok());
-  EXPECT_EQ(stolen.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(stolen.code(), StatusCode::kLeaseLost) << stolen.to_string();
+  EXPECT_TRUE(coord::is_lease_lost(stolen));
   EXPECT_TRUE(has(stolen.message(), "lease on slot 0 lost")) << stolen.message();
   if (traits().renew_names_holder_after_expiry) {
     EXPECT_TRUE(has(stolen.message(), "'fast'")) << stolen.message();

@@ -77,7 +77,7 @@ std::set<uint64_t> taken_slots(WorkerRegistry& registry) {
 }
 
 bool is_lost(const Status& s) {
-  return s.code() == StatusCode::kUnavailable && s.message().find("lost") != std::string::npos;
+  return s.code() == StatusCode::kLeaseLost && s.message().find("lost") != std::string::npos;
 }
 
 class ZookeeperRegistryTest : public ::testing::Test {

@@ -232,7 +232,7 @@ TEST(LeaseKeeperTest, ALostLeaseStaysFencedAndIsReported) {
   };
   Rig rig(registry, options);
   ASSERT_TRUE(rig.generator->next().ok());
-  registry.fail_with(Status::Unavailable("worker lease for slot 37 lost: held by other:1"));
+  registry.fail_with(Status::LeaseLost("worker lease for slot 37 lost: held by other:1"));
   ASSERT_GE(rig.wait_fenced(true, kTtlMs), 0);
   EXPECT_EQ(rig.keeper->state(), LeaseState::kLost);
   registry.succeed();  // the coordinator answers again, but the slot is someone else's
@@ -345,14 +345,16 @@ TEST(LeaseNodeFieldsTest, ThreeNodeFieldsOrNoneAreRefused) {
   EXPECT_NE(none.status().message().find("no node field"), std::string::npos);
 }
 
-TEST(LeaseNodeFieldsTest, LostMeansNotFoundOrSaysLost) {
+TEST(LeaseNodeFieldsTest, LostIsDecidedByTheCodeAlone) {
+  EXPECT_TRUE(is_lease_lost(Status::LeaseLost("lease on slot 12 lost: 'x' holds it now")));
+  EXPECT_TRUE(is_lease_lost(Status::LeaseLost("")));
   EXPECT_TRUE(is_lease_lost(Status::NotFound("no such lease")));
-  EXPECT_TRUE(is_lease_lost(Status::Unavailable("worker lease for slot 3 lost: expired")));
-  EXPECT_TRUE(is_lease_lost(Status::Unavailable("lease on slot 12 lost: 'x' holds it now")));
-  EXPECT_FALSE(is_lease_lost(Status::Unavailable("connection refused")));
+  // A transport error that reads like a verdict is not one: the keeper must keep trying.
+  EXPECT_FALSE(is_lease_lost(Status::Unavailable("worker lease for slot 3 lost: expired")));
   EXPECT_FALSE(is_lease_lost(Status::Unavailable("renewing slot 3: connection lost: EOF")));
-  EXPECT_FALSE(is_lease_lost(Status::Unavailable("slot lost: no number")));
+  EXPECT_FALSE(is_lease_lost(Status::Unavailable("connection refused")));
   EXPECT_FALSE(is_lease_lost(Status::IoError("timeout")));
+  EXPECT_FALSE(is_lease_lost(Status::DeadlineExceeded("slot 3 lost: no answer in 2 s")));
 }
 
 }  // namespace

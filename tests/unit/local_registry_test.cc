@@ -177,6 +177,7 @@ TEST_F(LocalRegistryTest, ARemovedLockFileMeansTheLeaseIsLost) {
   fs::remove(dir_ + "/slots/worker-" + std::to_string(lease.slot) + ".lock");
   Status st = r->renew(lease, 1);
   ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kLeaseLost) << st.to_string();
   EXPECT_NE(st.message().find("lost"), std::string::npos) << st.message();
 }
 
