@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -65,6 +66,17 @@ struct SnowflakeOptions {
   // How far ahead of the issued time the stored mark runs; a restart may skip up to
   // this much time, and the store is written about twice per reserve_ms under load.
   int64_t reserve_ms = 1000;
+  // Whether next() may write the mark itself when the reservation runs short: a store
+  // round trip (to a coordinator, for a lease's mark) on the caller's thread. false:
+  // only renew_reservation() writes it, which a background thread must then call; a
+  // call that needs a tick past the reservation waits up to max_wait_ms for it and
+  // otherwise fails with Unavailable. The server uses false, so that a slow coordinator
+  // never holds an event loop.
+  bool store_on_next = true;
+  // With store_on_next false: called on the caller's thread, once until the next store,
+  // when next() reaches the point where the mark should be renewed; it should wake the
+  // thread that calls renew_reservation(). Must not call into the generator.
+  std::function<void()> reservation_wanted;
   // After a restart the stored mark can be ahead of the clock (by up to reserve_ms, or
   // more if the clock was set back while the process was down). create() waits up to
   // this long for the clock to pass it when the policy cannot issue ahead of the clock;
@@ -113,8 +125,9 @@ class SnowflakeGenerator {
   void unfence();
   bool fenced() const { return fenced_.load(std::memory_order_acquire); }
 
-  // Writes a fresh mark (clock + reserve_ms) if less than half the reserve is left.
-  // Called by a background timer so that next() rarely writes it itself.
+  // Writes a fresh mark (reserve_ms past the clock or the last ID issued, whichever is
+  // later) if less than half the reserve is left ahead of either. Called by a
+  // background timer so that next() rarely (store_on_next) or never writes it itself.
   Status renew_reservation();
 
   const Layout& layout() const { return layout_; }
@@ -188,6 +201,9 @@ class SnowflakeGenerator {
   // Waits for the clock to reach `tick`, at most `max_ms`; false if it did not.
   bool wait_for_tick(uint64_t tick, int64_t max_ms);
   Status ensure_reserved(uint64_t tick);
+  // store_on_next false: waits (at most max_wait_ms) for renew_reservation() to cover
+  // `tick`, asking for it through reservation_wanted.
+  Status await_reservation(uint64_t tick);
   Status store_mark_locked(int64_t mark_ms);
   Status time_exhausted() const;
   Status fail(Status status);
@@ -205,6 +221,8 @@ class SnowflakeGenerator {
   const int64_t startup_wait_ms_;
   Clock* const clock_;
   HighWaterStore* const high_water_;
+  const bool store_on_next_;
+  const std::function<void()> reservation_wanted_;
   std::vector<std::pair<std::string, uint64_t>> nodes_;
   uint64_t node_bits_ = 0;
   int time_shift_ = 0;
@@ -229,7 +247,8 @@ class SnowflakeGenerator {
   std::atomic<uint64_t> renew_tick_{0};     // from this tick on, renew the mark early
   std::atomic<int64_t> reserved_ms_{0};
   std::atomic<bool> fenced_{false};
-  std::mutex slow_mu_;  // guards fence_reason_ and high-water writes
+  std::atomic<bool> reservation_asked_{false};  // reservation_wanted called since the last store
+  std::mutex slow_mu_;                          // guards fence_reason_ and high-water writes
   std::string fence_reason_;
 
   alignas(64) std::atomic<uint64_t> rollbacks_{0};

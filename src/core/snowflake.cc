@@ -1,7 +1,9 @@
 #include "idforge/snowflake.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <thread>
 
 #include "idforge/time_format.h"
 
@@ -63,6 +65,8 @@ SnowflakeGenerator::SnowflakeGenerator(SnowflakeOptions options)
       startup_wait_ms_(options.max_startup_wait_ms),
       clock_(options.clock ? options.clock : &default_clock()),
       high_water_(options.high_water),
+      store_on_next_(options.store_on_next),
+      reservation_wanted_(std::move(options.reservation_wanted)),
       nodes_(std::move(options.nodes)) {}
 
 SnowflakeGenerator::~SnowflakeGenerator() = default;
@@ -390,6 +394,7 @@ Status SnowflakeGenerator::claim_ring(uint64_t want, Claim* out) {
 }
 
 Status SnowflakeGenerator::ensure_reserved(uint64_t tick) {
+  if (!store_on_next_) return await_reservation(tick);
   if (tick <= reserved_tick_.load(std::memory_order_acquire)) {
     // Covered; renew early only if nobody else is already doing it.
     std::unique_lock lock(slow_mu_, std::try_to_lock);
@@ -407,12 +412,38 @@ Status SnowflakeGenerator::ensure_reserved(uint64_t tick) {
   return store_mark_locked(base + reserve_ms_);
 }
 
+Status SnowflakeGenerator::await_reservation(uint64_t tick) {
+  if (!reservation_asked_.exchange(true, std::memory_order_acq_rel) && reservation_wanted_) {
+    reservation_wanted_();
+  }
+  if (tick <= reserved_tick_.load(std::memory_order_acquire)) return Status::Ok();
+  // Past the stored mark: an ID here could repeat after a restart. The tick is already
+  // claimed, so giving up only leaves a gap.
+  using Steady = std::chrono::steady_clock;
+  const auto deadline = Steady::now() + std::chrono::milliseconds(max_wait_ms_);
+  while (tick > reserved_tick_.load(std::memory_order_acquire)) {
+    if (fenced_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(slow_mu_);
+      return Status::Unavailable(fence_reason_);
+    }
+    if (Steady::now() >= deadline) {
+      return Status::Unavailable("the time high-water mark is stored only up to " +
+                                 format_iso8601_utc(reserved_ms_.load(std::memory_order_acquire)) +
+                                 " and was not renewed within max_wait_ms " +
+                                 ms_text(max_wait_ms_) + " (the store or coordinator is slow)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return Status::Ok();
+}
+
 Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
   Status st = high_water_->store(mark_ms);
   if (!st.ok()) {
     return Status(st.code(), "cannot store the time high-water mark: " + st.message());
   }
   high_water_stores_.fetch_add(1, std::memory_order_relaxed);
+  reservation_asked_.store(false, std::memory_order_release);
   reserved_ms_.store(mark_ms, std::memory_order_release);
   const uint64_t reserved = tick_of_ms(mark_ms);
   const uint64_t half = static_cast<uint64_t>(reserve_ms_ / 2 / layout_.tick_ms());
@@ -424,10 +455,12 @@ Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
 Status SnowflakeGenerator::renew_reservation() {
   if (high_water_ == nullptr) return Status::Ok();
   std::lock_guard lock(slow_mu_);
-  int64_t now = clock_->now_ms();
-  if (reserved_ms_.load(std::memory_order_acquire) - now > reserve_ms_ / 2) return Status::Ok();
-  int64_t last = layout_.unix_ms_of(state_.load(std::memory_order_acquire) >> seq_bits_);
-  return store_mark_locked(std::max(now, last) + reserve_ms_);
+  // A generator running ahead of the clock (logical) uses up its reservation faster
+  // than the clock moves: measure what is left from whichever is later.
+  const int64_t last = layout_.unix_ms_of(state_.load(std::memory_order_acquire) >> seq_bits_);
+  const int64_t from = std::max(clock_->now_ms(), last);
+  if (reserved_ms_.load(std::memory_order_acquire) - from > reserve_ms_ / 2) return Status::Ok();
+  return store_mark_locked(from + reserve_ms_);
 }
 
 void SnowflakeGenerator::fence(std::string reason) {

@@ -23,8 +23,8 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 
-// How often the maintenance thread renews the Snowflake reservation (so a request
-// rarely writes the mark itself), checks the lease and probes the segment store.
+// How often the maintenance thread renews the Snowflake reservation (requests never
+// write the mark themselves), checks the lease and probes the segment store.
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kStoreProbeEvery = std::chrono::seconds(2);
 constexpr auto kReacquireBackoff = std::chrono::seconds(1);
@@ -141,6 +141,7 @@ struct IdService::Impl {
   std::mutex run_mu;
   std::condition_variable run_cv;
   bool stopping = false;
+  bool renew_wanted = false;  // a request reached the generator's renew point
   std::thread maintainer;
 
   Status open_lease();
@@ -169,6 +170,16 @@ Status IdService::Impl::open_lease() {
   options.policy = config.policy;
   options.max_drift_ms = config.max_drift_ms;
   options.max_wait_ms = config.max_wait_ms;
+  // Requests never write the mark (a coordinator round trip on an event loop); the
+  // maintenance thread does, at once when a request asks.
+  options.store_on_next = false;
+  options.reservation_wanted = [this] {
+    {
+      std::lock_guard run_lock(run_mu);
+      renew_wanted = true;
+    }
+    run_cv.notify_all();
+  };
   Result<SnowflakeGenerator*> made = (*held)->make_generator(std::move(options));
   if (!made.ok()) return made.status();
   std::lock_guard lock(lease_mu);
@@ -237,8 +248,9 @@ void IdService::Impl::maintain() {
   auto next_reacquire = Steady::now();
   std::unique_lock lock(run_mu);
   while (!stopping) {
-    run_cv.wait_for(lock, kTick);
+    run_cv.wait_for(lock, kTick, [this] { return stopping || renew_wanted; });
     if (stopping) break;
+    renew_wanted = false;
     lock.unlock();
 
     SnowflakeGenerator* gen = generator.load(std::memory_order_acquire);

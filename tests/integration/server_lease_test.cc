@@ -1,9 +1,10 @@
 // The server's IdService over a Redis registry that loses every lease (FLUSHALL): the
 // service fences at once, takes a new lease in the background (waiting out its start
 // delay), and issues again, with no ID issued twice and /readyz telling the truth on
-// the way.
+// the way. And over a Redis that hangs: no request waits on it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -80,6 +81,74 @@ TEST(ServerLeaseTest, ALostLeaseIsReplacedAndNoIdRepeats) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
   EXPECT_EQ(service.status().leases_taken, 2u);
   EXPECT_TRUE(service.ready(&why)) << why;
+  EXPECT_EQ(seen.size(), issued) << "an ID was issued twice";
+
+  EXPECT_TRUE(service.stop().ok());
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+// A coordinator that hangs (SIGSTOP) must not hold requests: the mark is written by
+// the service's maintenance thread only, so a request past the stored reservation
+// waits max_wait_ms (5 ms) and answers unavailable. (When requests wrote the mark
+// themselves, the first one past the reservation waited for the keeper's fence
+// deadline, 2/3 of the TTL: 4 s here, holding its event loop all that time.)
+TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
+  constexpr int64_t kTtlMs = 6000;
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "server-hung");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  ServiceConfig config;
+  config.data_dir = Services::get().make_dir("server-hung");
+  config.registry_url = redis->url + "?ttl_ms=" + std::to_string(kTtlMs) + "&cluster=hung";
+  config.identity = "node-h";
+  Result<std::unique_ptr<IdService>> started = IdService::start(config);  // waits one TTL
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  IdService& service = **started;
+
+  std::set<uint64_t> seen;
+  size_t issued = 0;
+  int failed = 0;
+  Steady::duration longest{};
+  auto pull = [&]() -> Status {
+    std::vector<uint64_t> ids(100);
+    const auto start = Steady::now();
+    Status s = service.snowflake(ids);
+    longest = std::max(longest, Steady::now() - start);
+    if (!s.ok()) {
+      ++failed;
+      return s;
+    }
+    for (uint64_t id : ids) seen.insert(id);
+    issued += ids.size();
+    return s;
+  };
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
+
+  ASSERT_TRUE(Services::get().pause(*redis).ok());
+  // 2.5 s: past the 1 s reservation, short of the 4 s fence deadline.
+  const auto paused = Steady::now();
+  while (Steady::now() - paused < std::chrono::milliseconds(2500)) {
+    Status s = pull();
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.to_string();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GT(failed, 0) << "issued past the stored reservation with the coordinator hung";
+  EXPECT_LT(longest, std::chrono::milliseconds(1000)) << "a request waited on the coordinator";
+
+  ASSERT_TRUE(Services::get().resume(*redis).ok());
+  bool back = false;
+  const auto resumed = Steady::now();
+  while (Steady::now() - resumed < std::chrono::milliseconds(2 * kTtlMs)) {
+    if (pull().ok()) {
+      back = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(back) << "not issuing again after the coordinator came back: "
+                    << service.status().keeper.last_error;
+  EXPECT_EQ(service.status().leases_taken, 1u);  // the same lease, renewed in time
   EXPECT_EQ(seen.size(), issued) << "an ID was issued twice";
 
   EXPECT_TRUE(service.stop().ok());

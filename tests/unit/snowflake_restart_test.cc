@@ -3,7 +3,13 @@
 // generator starts strictly above it.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "idforge/snowflake.h"
 #include "snowflake_test_util.h"
@@ -153,6 +159,114 @@ TEST(SnowflakeRestartTest, StoreFailureReturnsAnErrorNotAnUnreservedId) {
   EXPECT_NE(r.status().message().find("disk full"), std::string::npos);
   store.fail_ = false;
   EXPECT_TRUE(gen->next().ok());
+}
+
+// A store that hangs while closed (a coordinator that does not answer) and counts calls.
+class GatedStore final : public HighWaterStore {
+ public:
+  Result<int64_t> load() override { return int64_t{0}; }
+  Status store(int64_t) override {
+    std::unique_lock lock(mu_);
+    ++calls_;
+    cv_.wait(lock, [this] { return open_; });
+    return Status::Ok();
+  }
+  void set_open(bool open) {
+    {
+      std::lock_guard lock(mu_);
+      open_ = open;
+    }
+    cv_.notify_all();
+  }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int calls_ = 0;
+};
+
+// The server's mode: requests never write the mark, so a hung coordinator costs a
+// request at most max_wait_ms, and still no ID goes past what is stored.
+TEST(SnowflakeRestartTest, WithoutStoreOnNextAHungStoreHoldsNoCallerAndIssuesNothingUnreserved) {
+  using Steady = std::chrono::steady_clock;
+  ManualClock clock(kT0);
+  GatedStore store;
+  std::atomic<int> asked{0};
+  SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
+  o.high_water = &store;
+  o.reserve_ms = 100;
+  o.max_wait_ms = 20;
+  o.store_on_next = false;
+  o.reservation_wanted = [&] { asked.fetch_add(1); };
+  auto gen = make_generator(o);
+  ASSERT_NE(gen, nullptr);
+  ASSERT_EQ(store.calls(), 1);  // the first mark, at creation
+  store.set_open(false);        // the coordinator hangs from here on
+
+  clock.advance(60);  // past the renew point (half the reserve), still covered
+  Result<uint64_t> covered = gen->next();
+  ASSERT_TRUE(covered.ok()) << covered.status().to_string();
+  EXPECT_EQ(asked.load(), 1);
+  EXPECT_EQ(store.calls(), 1);  // asked for a renewal, did not write one
+
+  clock.advance(100);  // past the reservation
+  const auto start = Steady::now();
+  Result<uint64_t> past = gen->next();
+  const auto took = Steady::now() - start;
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(past.status().message().find("high-water mark"), std::string::npos)
+      << past.status().message();
+  EXPECT_GE(took, std::chrono::milliseconds(20));  // it waited max_wait_ms for a renewal
+  EXPECT_LT(took, std::chrono::seconds(2));        // and not for the hung store
+  EXPECT_EQ(asked.load(), 1);                      // once until a store succeeds
+  EXPECT_EQ(store.calls(), 1);
+
+  // The background renewal hangs in the store; callers still get errors, not IDs.
+  std::thread renewer([&] { EXPECT_TRUE(gen->renew_reservation().ok()); });
+  while (store.calls() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(gen->next().ok());
+  std::vector<uint64_t> batch(10);
+  EXPECT_FALSE(gen->next_batch(batch).ok());
+
+  store.set_open(true);  // the coordinator answers: the renewal lands
+  renewer.join();
+  Result<uint64_t> id = gen->next();
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  EXPECT_GT(*id, *covered);
+  EXPECT_LE(parts(*id).unix_ms, gen->reserved_until_ms());
+  EXPECT_EQ(asked.load(), 1);  // the new reservation has room: nothing asked
+}
+
+// A logical generator that runs ahead of a stalled clock uses its reservation up
+// faster than the clock moves; the background renewal must notice.
+TEST(SnowflakeRestartTest, RenewalCountsFromTheLastIdWhenItRunsAheadOfTheClock) {
+  ManualClock clock(kT0);  // never moves in this test
+  MemoryHighWaterStore store;
+  SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
+  o.high_water = &store;
+  o.reserve_ms = 100;
+  o.store_on_next = false;
+  auto gen = make_generator(o);
+  ASSERT_NE(gen, nullptr);
+  ASSERT_EQ(store.stores(), 1);
+  // 60 ms of sequences in one go: the IDs run 60 ms ahead of the clock.
+  std::vector<uint64_t> ids(60 * 4096);
+  ASSERT_TRUE(gen->next_batch(ids).ok());
+  const int64_t last_ms = parts(ids.back()).unix_ms;
+  ASSERT_GE(last_ms, kT0 + 55);
+  EXPECT_EQ(store.stores(), 1);
+  // Measured from the clock, 100 ms are left; from the last ID, under half.
+  ASSERT_TRUE(gen->renew_reservation().ok());
+  EXPECT_EQ(store.stores(), 2);
+  EXPECT_GE(gen->reserved_until_ms(), last_ms + 100);
+  ASSERT_TRUE(gen->renew_reservation().ok());
+  EXPECT_EQ(store.stores(), 2);  // and not again while half is left
 }
 
 TEST(SnowflakeRestartTest, CorruptOrUnreadableMarkFailsCreate) {
