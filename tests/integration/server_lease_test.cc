@@ -26,30 +26,52 @@ std::string trim(std::string s) {
   return s;
 }
 
+// A service whose worker ids come from `redis` with the given TTL.
+ServiceConfig config_on(const Server& redis, const std::string& name, int64_t ttl_ms) {
+  ServiceConfig config;
+  config.data_dir = Services::get().make_dir(name);
+  config.registry_url = redis.url + "?ttl_ms=" + std::to_string(ttl_ms) + "&cluster=" + name;
+  config.identity = name + "-node";
+  return config;
+}
+
+// Takes Snowflake IDs 100 at a time and keeps what a test checks: every ID seen (a
+// repeat shows as seen.size() < issued), failures, and the longest call.
+struct Puller {
+  explicit Puller(IdService& s) : service(s) {}
+  Status pull() {
+    std::vector<uint64_t> ids(100);
+    const auto start = Steady::now();
+    Status s = service.snowflake(ids);
+    longest = std::max(longest, Steady::now() - start);
+    if (!s.ok()) {
+      ++failed;
+      return s;
+    }
+    seen.insert(ids.begin(), ids.end());
+    issued += ids.size();
+    return s;
+  }
+
+  IdService& service;
+  std::set<uint64_t> seen;
+  size_t issued = 0;
+  int failed = 0;
+  Steady::duration longest{};
+};
+
 TEST(ServerLeaseTest, ALostLeaseIsReplacedAndNoIdRepeats) {
   constexpr int64_t kTtlMs = 1200;
   Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "server-lease");
   ASSERT_TRUE(redis.ok()) << redis.status().to_string();
-  ServiceConfig config;
-  config.data_dir = Services::get().make_dir("server-lease");
-  config.registry_url = redis->url + "?ttl_ms=" + std::to_string(kTtlMs) + "&cluster=lease";
-  config.identity = "node-a";
-  Result<std::unique_ptr<IdService>> started = IdService::start(config);
+  Result<std::unique_ptr<IdService>> started =
+      IdService::start(config_on(*redis, "server-lease", kTtlMs));
   ASSERT_TRUE(started.ok()) << started.status().to_string();
   IdService& service = **started;
   std::string why;
   ASSERT_TRUE(service.ready(&why)) << why;
-
-  std::set<uint64_t> seen;
-  size_t issued = 0;
-  auto pull = [&]() -> Status {
-    std::vector<uint64_t> ids(100);
-    Status s = service.snowflake(ids);
-    if (!s.ok()) return s;
-    for (uint64_t id : ids) seen.insert(id);
-    issued += ids.size();
-    return s;
-  };
+  Puller ids(service);
+  auto pull = [&] { return ids.pull(); };
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
 
   ASSERT_EQ(trim(Services::get().client(*redis, {"FLUSHALL"}).out), "OK");
@@ -81,7 +103,7 @@ TEST(ServerLeaseTest, ALostLeaseIsReplacedAndNoIdRepeats) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
   EXPECT_EQ(service.status().leases_taken, 2u);
   EXPECT_TRUE(service.ready(&why)) << why;
-  EXPECT_EQ(seen.size(), issued) << "an ID was issued twice";
+  EXPECT_EQ(ids.seen.size(), ids.issued) << "an ID was issued twice";
 
   EXPECT_TRUE(service.stop().ok());
   EXPECT_TRUE(Services::get().stop(*redis).ok());
@@ -96,31 +118,12 @@ TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
   constexpr int64_t kTtlMs = 6000;
   Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "server-hung");
   ASSERT_TRUE(redis.ok()) << redis.status().to_string();
-  ServiceConfig config;
-  config.data_dir = Services::get().make_dir("server-hung");
-  config.registry_url = redis->url + "?ttl_ms=" + std::to_string(kTtlMs) + "&cluster=hung";
-  config.identity = "node-h";
-  Result<std::unique_ptr<IdService>> started = IdService::start(config);  // waits one TTL
+  Result<std::unique_ptr<IdService>> started =  // waits one TTL (the start delay)
+      IdService::start(config_on(*redis, "server-hung", kTtlMs));
   ASSERT_TRUE(started.ok()) << started.status().to_string();
   IdService& service = **started;
-
-  std::set<uint64_t> seen;
-  size_t issued = 0;
-  int failed = 0;
-  Steady::duration longest{};
-  auto pull = [&]() -> Status {
-    std::vector<uint64_t> ids(100);
-    const auto start = Steady::now();
-    Status s = service.snowflake(ids);
-    longest = std::max(longest, Steady::now() - start);
-    if (!s.ok()) {
-      ++failed;
-      return s;
-    }
-    for (uint64_t id : ids) seen.insert(id);
-    issued += ids.size();
-    return s;
-  };
+  Puller ids(service);
+  auto pull = [&] { return ids.pull(); };
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
 
   ASSERT_TRUE(Services::get().pause(*redis).ok());
@@ -133,8 +136,8 @@ TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_GT(failed, 0) << "issued past the stored reservation with the coordinator hung";
-  EXPECT_LT(longest, std::chrono::milliseconds(1000)) << "a request waited on the coordinator";
+  EXPECT_GT(ids.failed, 0) << "issued past the stored reservation with the coordinator hung";
+  EXPECT_LT(ids.longest, std::chrono::milliseconds(1000)) << "a request waited on the coordinator";
 
   ASSERT_TRUE(Services::get().resume(*redis).ok());
   bool back = false;
@@ -149,7 +152,7 @@ TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
   ASSERT_TRUE(back) << "not issuing again after the coordinator came back: "
                     << service.status().keeper.last_error;
   EXPECT_EQ(service.status().leases_taken, 1u);  // the same lease, renewed in time
-  EXPECT_EQ(seen.size(), issued) << "an ID was issued twice";
+  EXPECT_EQ(ids.seen.size(), ids.issued) << "an ID was issued twice";
 
   EXPECT_TRUE(service.stop().ok());
   EXPECT_TRUE(Services::get().stop(*redis).ok());
