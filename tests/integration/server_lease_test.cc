@@ -125,17 +125,26 @@ TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
   Puller ids(service);
   auto pull = [&] { return ids.pull(); };
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
+  // Segment IDs come from the SQLite store, not the coordinator: they must not notice.
+  TagSpec tag;
+  tag.name = "hung";
+  tag.step = 100;
+  ASSERT_TRUE(service.create_tag(tag).ok());
 
   ASSERT_TRUE(Services::get().pause(*redis).ok());
   // 2.5 s: past the 1 s reservation, short of the 4 s fence deadline.
   const auto paused = Steady::now();
+  int segment_failures = 0;
   while (Steady::now() - paused < std::chrono::milliseconds(2500)) {
     Status s = pull();
     if (!s.ok()) {
       EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.to_string();
     }
+    std::vector<uint64_t> numbers(10);
+    if (!service.segment("hung", numbers).ok()) ++segment_failures;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  EXPECT_EQ(segment_failures, 0) << "segment IDs depended on the hung coordinator";
   EXPECT_GT(ids.failed, 0) << "issued past the stored reservation with the coordinator hung";
   EXPECT_LT(ids.longest, std::chrono::milliseconds(1000)) << "a request waited on the coordinator";
 
