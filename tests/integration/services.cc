@@ -203,6 +203,39 @@ Status Services::restart(const Server& server) {
   return Status::Ok();
 }
 
+Result<Server> Services::start_replica(const Server& primary, const std::string& name) {
+  IDFORGE_RETURN_IF_ERROR(ensure_root());
+  Server server;
+  server.kind = ServerKind::kPostgres;
+  server.dir = root_ + "/" + name + "-" + std::to_string(next_dir_++);
+  const RunResult r =
+      run_script({script_path("test-services"), "start", "postgres-replica", server.dir,
+                  "--primary", primary.dir, "--owner", std::to_string(getpid())},
+                 server.dir);
+  server.url = trim(r.out);
+  if (r.exit_code != 0 || server.url.empty()) {
+    return Status::Unavailable("scripts/test-services start postgres-replica failed (exit " +
+                               std::to_string(r.exit_code) + "); see its message above and " +
+                               server.dir);
+  }
+  return server;
+}
+
+Status Services::promote(const Server& server) {
+  const RunResult r =
+      run_script({script_path("test-services"), "promote", server.dir}, server.dir);
+  if (r.exit_code != 0)
+    return Status::IoError("scripts/test-services promote " + server.dir + " failed");
+  return Status::Ok();
+}
+
+Status Services::kill(const Server& server) {
+  const RunResult r = run_script({script_path("test-services"), "kill", server.dir}, server.dir);
+  if (r.exit_code != 0)
+    return Status::IoError("scripts/test-services kill " + server.dir + " failed");
+  return Status::Ok();
+}
+
 Status Services::pause(const Server& server) {
   const RunResult r = run_script({script_path("test-services"), "pause", server.dir}, server.dir);
   if (r.exit_code != 0)

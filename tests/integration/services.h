@@ -45,8 +45,15 @@ class Services {
   Status stop(const Server& server);
   // Starts a stopped server again with its data, on its old port.
   Status restart(const Server& server);
-  // SIGSTOP / SIGCONT (Redis, etcd, ZooKeeper): a hung server whose port still accepts
-  // connections but never answers. stop() works on a paused server too.
+  // An asynchronous streaming replica of the PostgreSQL server `primary` (pg_basebackup);
+  // stop() disconnects it, restart() reconnects it, promote() makes it a primary.
+  Result<Server> start_replica(const Server& primary, const std::string& name);
+  Status promote(const Server& server);
+  // SIGKILL: a crash with no clean shutdown; restart() brings it back.
+  Status kill(const Server& server);
+  // SIGSTOP / SIGCONT: a hung server whose port still accepts connections but never
+  // answers (PostgreSQL: the postmaster and every backend). stop() works on a paused
+  // server too.
   Status pause(const Server& server);
   Status resume(const Server& server);
 
