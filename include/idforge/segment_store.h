@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@ struct Segment {
   uint64_t first = 0;
   uint64_t count = 0;
   uint64_t stride = 1;
+  // The store history that committed the range (StoreIdentity::current), read in the
+  // same transaction or on the same connection; "" when the source cannot tell.
+  std::string identity;
 
   uint64_t last() const { return first + (count - 1) * stride; }
 };
@@ -63,6 +67,40 @@ Status validate_step(uint64_t step);
 // The NotFound every store returns for an unknown tag, with the command that makes it.
 Status unknown_tag(std::string_view tag);
 
+// Who a store is, for the failover guard (docs/stores.md, "When a store goes back").
+struct StoreIdentity {
+  // Who the server is now. It changes whenever the store's history may have lost
+  // committed writes: PostgreSQL's system identifier and timeline (a promoted replica
+  // starts a new timeline), Redis's replication id (new at every start of a master and
+  // at every promotion), an SQLite file's device and inode (a restored copy is a new
+  // file). Empty when the store cannot tell.
+  std::string current;
+  // The identity recorded inside the store's own data ("" when none was ever recorded,
+  // e.g. a new or wiped store).
+  std::string recorded;
+};
+
+// One atomic step that moves every tag of a store past whatever it may have forgotten,
+// and records the identity under which that was done.
+struct IdentityChange {
+  // Applied only if this is still the recorded identity ("" = none recorded), so when
+  // several nodes notice the same change at once exactly one of them applies it.
+  std::string expected;
+  std::string adopt;    // the identity to record
+  uint64_t margin = 0;  // added to every tag's max_id, after the floor
+  // Per tag: max_id is first raised to at least this (the caller's own highest served
+  // number on this store); tags not named start from their stored max_id.
+  std::map<std::string, uint64_t, std::less<>> floors;
+};
+
+// How durable a committed allocation is on this store.
+struct Durability {
+  bool safe = true;  // survives a crash of the store's server
+  std::string
+      summary;  // e.g. "appendonly=yes appendfsync=everysec" or "fsync=on synchronous_commit=on"
+  std::string risk;  // when !safe: what can be lost, and the setting that fixes it
+};
+
 class SegmentStore : public RangeSource {
  public:
   // AlreadyExists if the tag exists; InvalidArgument for a bad name, start or step.
@@ -72,6 +110,25 @@ class SegmentStore : public RangeSource {
   virtual Status set_step(std::string_view name, uint64_t step) = 0;
   // "sqlite:/path/ids.db", "postgres://host:5432/db" (no password), "redis://host:port".
   virtual std::string describe() const = 0;
+
+  // The failover guard's view of the store: who the server is now and the identity
+  // recorded in its data. Unavailable or IoError when the store cannot be asked (a
+  // PostgreSQL standby cannot report its WAL position, for one).
+  virtual Result<StoreIdentity> identity() = 0;
+  // Applies `change` atomically (one transaction; one Lua script on Redis): if the
+  // recorded identity is still change.expected, sets every tag's max_id to
+  // max(max_id, floors[tag]) + margin and records change.adopt; returns true. If another
+  // identity is recorded by now, changes nothing and returns false (someone else did it).
+  // Tags in `floors` that the store does not have are left alone (not recreated). A
+  // result past 2^63-1 for any tag is OutOfRange and changes nothing.
+  virtual Result<bool> adopt_identity(const IdentityChange& change) = 0;
+  // The server's durability settings as they affect committed ranges.
+  virtual Result<Durability> durability() = 0;
+  // This store's place when a tag is striped over `count` stores: recorded on first use;
+  // InvalidArgument naming both places when another (index, count) is recorded, since
+  // two stores with one residue would hand out the same IDs. A single store is 0 of 1.
+  // InvalidArgument also when index >= count.
+  virtual Status claim_place(uint32_t index, uint32_t count) = 0;
 };
 
 }  // namespace idforge

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "store/redis_connection.h"
+#include "store/store_options.h"
 
 namespace idforge::store {
 namespace {
@@ -36,9 +37,13 @@ constexpr size_t kMaxConnections = 4;
 constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 constexpr std::string_view kKeyPrefix = "idforge:seg:";
 constexpr std::string_view kTagSetKey = "idforge:tags";
+constexpr std::string_view kMetaKey = "idforge:meta";
+// WAIT must answer before the socket's command timeout gives up on the connection.
+constexpr uint32_t kMaxReplicaWaitMs = kCommandTimeoutMs - 1000;
 
 // KEYS[1] = the tag's hash; ARGV[1] = step ("0": the tag's own), ARGV[2] = now (unix
-// ms). Returns {new max_id, step used} as strings, nil for an unknown tag. Numbers stay
+// ms). Returns {new max_id, step used, master_replid} as strings, nil for an unknown
+// tag; the replication id is read in the same atomic step as the range. Numbers stay
 // strings throughout: Lua numbers are doubles and would round IDs above 2^53. HINCRBY
 // refuses an overflow before writing anything.
 constexpr const char* kAllocateLua = R"lua(
@@ -51,7 +56,8 @@ if not step or not string.match(step, '^[1-9]%d*$') or not string.match(max_id, 
 end
 redis.call('HINCRBY', KEYS[1], 'max_id', step)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
-return {redis.call('HGET', KEYS[1], 'max_id'), step}
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or ''
+return {redis.call('HGET', KEYS[1], 'max_id'), step, replid}
 )lua";
 
 // KEYS[1] = the tag's hash, KEYS[2] = the set of names; ARGV = name, max_id, step,
@@ -71,8 +77,60 @@ redis.call('HSET', KEYS[1], 'step', ARGV[1], 'updated_at', ARGV[2])
 return 1
 )lua";
 
-enum Script { kAllocate, kCreate, kSetStep, kScriptCount };
-constexpr const char* kScripts[kScriptCount] = {kAllocateLua, kCreateLua, kSetStepLua};
+// The failover guard's step, all or nothing. KEYS[1] = the meta hash, KEYS[2] = the
+// set of names; ARGV = expected identity, identity to adopt, margin, now, the tag key
+// prefix, then pairs of tag and floor. Returns 1 if applied, 0 if another identity is
+// recorded. Redis does not roll a script back on error, so every new max_id is worked
+// out (and checked against 2^63-1) before the first write. The arithmetic splits each
+// decimal string into a high part and its last 9 digits: both stay exact as Lua doubles.
+constexpr const char* kAdoptLua = R"lua(
+local recorded = redis.call('HGET', KEYS[1], 'identity') or ''
+if recorded ~= ARGV[1] then return 0 end
+local function split(s)
+  if not string.match(s, '^%d+$') or #s > 19 then return nil end
+  if #s <= 9 then return 0, tonumber(s) end
+  return tonumber(string.sub(s, 1, #s - 9)), tonumber(string.sub(s, #s - 8))
+end
+local floors = {}
+for i = 6, #ARGV, 2 do floors[ARGV[i]] = ARGV[i + 1] end
+local mh, ml = split(ARGV[3])
+local plan = {}
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  local key = ARGV[5] .. name
+  local max_id = redis.call('HGET', key, 'max_id')
+  if max_id then
+    local h, l = split(max_id)
+    if not h then return redis.error_reply('IDFORGE_BADROW ' .. name) end
+    local f = floors[name]
+    if f then
+      local fh, fl = split(f)
+      if fh > h or (fh == h and fl > l) then h, l = fh, fl end
+    end
+    h, l = h + mh, l + ml
+    if l >= 1e9 then h, l = h + 1, l - 1e9 end
+    if h > 9223372036 or (h == 9223372036 and l > 854775807) then
+      return redis.error_reply('IDFORGE_OVERFLOW ' .. name)
+    end
+    local v = string.format('%d', l)
+    if h > 0 then v = string.format('%d%09d', h, l) end
+    plan[#plan + 1] = {key, v}
+  end
+end
+for _, p in ipairs(plan) do redis.call('HSET', p[1], 'max_id', p[2], 'updated_at', ARGV[4]) end
+redis.call('HSET', KEYS[1], 'identity', ARGV[2])
+return 1
+)lua";
+
+// KEYS[1] = the meta hash; ARGV[1] = "INDEX/COUNT". Records it unless a place is
+// recorded, and returns the recorded one.
+constexpr const char* kPlaceLua = R"lua(
+redis.call('HSETNX', KEYS[1], 'place', ARGV[1])
+return redis.call('HGET', KEYS[1], 'place')
+)lua";
+
+enum Script { kAllocate, kCreate, kSetStep, kAdopt, kPlace, kScriptCount };
+constexpr const char* kScripts[kScriptCount] = {kAllocateLua, kCreateLua, kSetStepLua, kAdoptLua,
+                                                kPlaceLua};
 
 int64_t now_unix_ms() {
   using namespace std::chrono;
@@ -87,12 +145,19 @@ bool parse_int(std::string_view text, Int* out) {
   return ec == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
+// What the URL's query may say (docs/stores.md).
+struct RedisStoreOptions {
+  uint32_t min_replicas = 0;  // WAIT for this many replicas after each allocation
+  uint32_t replica_wait_ms = kMaxReplicaWaitMs;
+};
+
 class RedisStore final : public SegmentStore {
  public:
-  explicit RedisStore(RedisTarget target)
+  RedisStore(RedisTarget target, RedisStoreOptions options)
       : client_(std::move(target), kScripts, RedisTimeouts{kConnectTimeoutMs, kCommandTimeoutMs},
                 kMaxConnections),
-        shown_(client_.shown()) {}
+        shown_(client_.shown()),
+        options_(options) {}
 
   // Connects once now, so a wrong address or password is reported at startup.
   Status open() { return client_.ping(); }
@@ -103,6 +168,11 @@ class RedisStore final : public SegmentStore {
   Result<TagInfo> get_tag(std::string_view name) override;
   Status set_step(std::string_view name, uint64_t step) override;
   std::string describe() const override { return shown_; }
+
+  Result<StoreIdentity> identity() override;
+  Result<bool> adopt_identity(const IdentityChange& change) override;
+  Result<Durability> durability() override;
+  Status claim_place(uint32_t index, uint32_t count) override;
 
  private:
   // Runs `fn` on a pooled connection, retried once if the connection had gone stale
@@ -116,9 +186,12 @@ class RedisStore final : public SegmentStore {
     return redis_error_status(shown_, r, doing);
   }
   Result<TagInfo> read_hash(std::string_view name, const redisReply* r) const;
+  // After an allocation, with min_replicas: WAIT until that many replicas have it.
+  Status wait_for_replicas(RedisConnection& c);
 
   RedisClient client_;
   const std::string shown_;
+  const RedisStoreOptions options_;
 };
 
 Result<Segment> RedisStore::allocate(std::string_view tag, uint64_t step) {
@@ -146,15 +219,19 @@ Result<Segment> RedisStore::allocate(std::string_view tag, uint64_t step) {
     }
     int64_t max_id = 0;
     int64_t used = 0;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[2]->type != REDIS_REPLY_STRING || r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING ||
         !parse_int(reply_text(r->element[0]), &max_id) ||
         !parse_int(reply_text(r->element[1]), &used) || used < 1 || max_id < used) {
       return Status::Internal(fmt::format(
           "{}: tag '{}': the allocation script returned an unexpected reply", shown_, tag));
     }
+    IDFORGE_RETURN_IF_ERROR(wait_for_replicas(c));
     const auto count = static_cast<uint64_t>(used);
-    return Segment{static_cast<uint64_t>(max_id) - count + 1, count, 1};
+    const std::string_view replid = reply_text(r->element[2]);
+    return Segment{static_cast<uint64_t>(max_id) - count + 1, count, 1,
+                   replid.empty() ? std::string() : "redis:" + std::string(replid)};
   });
 }
 
@@ -288,12 +365,204 @@ Status RedisStore::set_step(std::string_view name, uint64_t step) {
   });
 }
 
+Status RedisStore::wait_for_replicas(RedisConnection& c) {
+  if (options_.min_replicas == 0) return Status::Ok();
+  Result<RedisReplyPtr> got = c.command(
+      {"WAIT", std::to_string(options_.min_replicas), std::to_string(options_.replica_wait_ms)});
+  if (!got.ok()) return got.status();
+  const redisReply* r = got->get();
+  if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "waiting for replicas");
+  if (r->type != REDIS_REPLY_INTEGER) {
+    return Status::Internal(fmt::format("{}: WAIT: unexpected reply", shown_));
+  }
+  if (r->integer < static_cast<long long>(options_.min_replicas)) {
+    // Redis replication is asynchronous: the range is in the primary's memory (and its
+    // AOF), but a failover now could lose it. Never using it costs a gap, not a repeat.
+    return Status::Unavailable(fmt::format(
+        "{}: the range was committed on the primary but only {} of {} replicas acknowledged it "
+        "within {} ms; it is skipped",
+        shown_, r->integer, options_.min_replicas, options_.replica_wait_ms));
+  }
+  return Status::Ok();
+}
+
+Result<StoreIdentity> RedisStore::identity() {
+  return with_connection([&](RedisConnection& c) -> Result<StoreIdentity> {
+    Result<std::vector<RedisReplyPtr>> got =
+        c.pipeline({{"INFO", "replication"}, {"HGET", std::string(kMetaKey), "identity"}});
+    if (!got.ok()) return got.status();
+    const redisReply* info = (*got)[0].get();
+    const redisReply* recorded = (*got)[1].get();
+    if (info->type == REDIS_REPLY_ERROR) return reply_error(info, "INFO replication");
+    if (recorded->type == REDIS_REPLY_ERROR) {
+      return reply_error(recorded, "reading the recorded identity");
+    }
+    // master_replid is new at every start of a master and at every promotion; a replica
+    // reports its primary's.
+    constexpr std::string_view kField = "master_replid:";
+    const std::string_view text =
+        info->type == REDIS_REPLY_STRING ? reply_text(info) : std::string_view();
+    const size_t at = text.find(kField);
+    if (at == std::string_view::npos || (at != 0 && text[at - 1] != '\n')) {
+      return Status::IoError(fmt::format(
+          "{}: INFO replication has no master_replid (Redis 4.0 or later needed)", shown_));
+    }
+    std::string_view replid = text.substr(at + kField.size());
+    replid = replid.substr(0, replid.find_first_of("\r\n"));
+    StoreIdentity id;
+    id.current = "redis:" + std::string(replid);
+    if (recorded->type == REDIS_REPLY_STRING) id.recorded = std::string(reply_text(recorded));
+    return id;
+  });
+}
+
+Result<bool> RedisStore::adopt_identity(const IdentityChange& change) {
+  if (change.adopt.empty()) return Status::InvalidArgument("the identity to adopt is empty");
+  if (change.margin > kMaxId) {
+    return Status::OutOfRange(fmt::format("margin {} is larger than 2^63-1", change.margin));
+  }
+  const std::vector<std::string> keys = {std::string(kMetaKey), std::string(kTagSetKey)};
+  std::vector<std::string> args = {change.expected, change.adopt, std::to_string(change.margin),
+                                   std::to_string(now_unix_ms()), std::string(kKeyPrefix)};
+  for (const auto& [tag, floor] : change.floors) {
+    IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
+    if (floor > kMaxId) {
+      return Status::OutOfRange(
+          fmt::format("the floor {} of tag '{}' is larger than 2^63-1", floor, tag));
+    }
+    args.push_back(tag);
+    args.push_back(std::to_string(floor));
+  }
+  return with_connection([&](RedisConnection& c) -> Result<bool> {
+    Result<RedisReplyPtr> got = c.eval(kAdopt, keys, args);
+    if (!got.ok()) return got.status();
+    const redisReply* r = got->get();
+    if (r->type == REDIS_REPLY_ERROR) {
+      const std::string_view text = reply_text(r);
+      if (text.starts_with("IDFORGE_OVERFLOW")) {
+        return Status::OutOfRange(
+            fmt::format("{}: moving tag '{}' forward by {} would pass 2^63-1; nothing changed",
+                        shown_, text.substr(text.find(' ') + 1), change.margin));
+      }
+      if (text.starts_with("IDFORGE_BADROW")) {
+        return Status::IoError(
+            fmt::format("{}: tag '{}' has a max_id that is not a positive integer (edited by "
+                        "hand?); nothing changed",
+                        shown_, text.substr(text.find(' ') + 1)));
+      }
+      return reply_error(r, "adopting a new identity");
+    }
+    if (r->type != REDIS_REPLY_INTEGER) {
+      return Status::Internal(fmt::format("{}: adopting an identity: unexpected reply", shown_));
+    }
+    return r->integer == 1;
+  });
+}
+
+Status RedisStore::claim_place(uint32_t index, uint32_t count) {
+  if (count < 1 || index >= count) {
+    return Status::InvalidArgument(
+        fmt::format("store place {} of {}: the index must be below the count", index, count));
+  }
+  const std::string wanted = fmt::format("{}/{}", index, count);
+  return with_connection([&](RedisConnection& c) -> Status {
+    Result<RedisReplyPtr> got = c.eval(kPlace, {std::string(kMetaKey)}, {wanted});
+    if (!got.ok()) return got.status();
+    const redisReply* r = got->get();
+    if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "recording the store's place");
+    if (r->type != REDIS_REPLY_STRING) {
+      return Status::Internal(fmt::format("{}: recording the place: unexpected reply", shown_));
+    }
+    const std::string recorded(reply_text(r));
+    if (recorded == wanted) return Status::Ok();
+    const size_t slash = recorded.find('/');
+    const std::string was = slash == std::string::npos
+                                ? "'" + recorded + "'"
+                                : recorded.substr(0, slash) + " of " + recorded.substr(slash + 1);
+    return Status::InvalidArgument(fmt::format(
+        "store {} is store {} for striped tags; this process lists it as store {} of {} — list "
+        "the stores in the same order and number on every node",
+        shown_, was, index, count));
+  });
+}
+
+Result<Durability> RedisStore::durability() {
+  return with_connection([&](RedisConnection& c) -> Result<Durability> {
+    Result<std::vector<RedisReplyPtr>> got =
+        c.pipeline({{"CONFIG", "GET", "appendonly"}, {"CONFIG", "GET", "appendfsync"}});
+    if (!got.ok()) return got.status();
+    // CONFIG GET answers [name, value]; an error or an empty answer means CONFIG is
+    // renamed, disabled or restricted by an ACL.
+    std::string why;
+    auto value = [&why](const redisReply* r) -> std::string {
+      if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+          r->element[1]->type == REDIS_REPLY_STRING) {
+        return std::string(reply_text(r->element[1]));
+      }
+      if (why.empty()) {
+        why = r->type == REDIS_REPLY_ERROR ? std::string(reply_text(r)) : "no such setting";
+      }
+      return "unknown";
+    };
+    const std::string aof = value((*got)[0].get());
+    const std::string fsync = value((*got)[1].get());
+    Durability d;
+    d.summary = fmt::format("appendonly={} appendfsync={}", aof, fsync);
+    if (options_.min_replicas > 0) {
+      d.summary += fmt::format(" min_replicas={} replica_wait_ms={}", options_.min_replicas,
+                               options_.replica_wait_ms);
+    }
+    d.safe = false;
+    if (!why.empty()) {
+      d.risk = fmt::format(
+          "cannot read appendonly and appendfsync with CONFIG GET ({}); make sure the server "
+          "runs appendonly yes and appendfsync always, or ranges may be handed out again after "
+          "a crash",
+          why);
+    } else if (aof != "yes") {
+      d.risk =
+          "appendonly is no: a restarted Redis goes back to its last RDB snapshot (or to "
+          "nothing), and the ranges since would be handed out again; set appendonly yes and "
+          "appendfsync always";
+    } else if (fsync != "always") {
+      d.risk = fmt::format(
+          "appendfsync is {}: a crash of the Redis machine loses the allocations not yet "
+          "fsynced ({}), and those ranges would be handed out again; set appendfsync always",
+          fsync, fsync == "everysec" ? "up to a second" : "as long as the OS keeps them");
+    } else {
+      d.safe = true;
+    }
+    return d;
+  });
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SegmentStore>> open_redis_store(std::string_view url) {
-  Result<RedisTarget> target = parse_redis_url(url, "store");
+  Result<UrlOptions> taken = take_url_options(url, {"min_replicas", "replica_wait_ms"});
+  if (!taken.ok()) return taken.status();
+  if (taken->rest.find('?') != std::string::npos) {
+    return Status::InvalidArgument(
+        "a redis store URL takes only the options min_replicas and replica_wait_ms");
+  }
+  RedisStoreOptions options;
+  if (auto it = taken->taken.find("min_replicas"); it != taken->taken.end()) {
+    Result<uint32_t> n = parse_option_number(it->first, it->second, kMaxMinReplicas);
+    if (!n.ok()) return n.status();
+    options.min_replicas = *n;
+  }
+  if (auto it = taken->taken.find("replica_wait_ms"); it != taken->taken.end()) {
+    Result<uint32_t> n = parse_option_number(it->first, it->second, kMaxReplicaWaitMs);
+    if (!n.ok()) return n.status();
+    if (*n == 0) {
+      // WAIT with timeout 0 would block until enough replicas answer, forever.
+      return Status::InvalidArgument("store URL option replica_wait_ms must be at least 1");
+    }
+    options.replica_wait_ms = *n;
+  }
+  Result<RedisTarget> target = parse_redis_url(taken->rest, "store");
   if (!target.ok()) return target.status();
-  auto store = std::make_unique<RedisStore>(std::move(target).value());
+  auto store = std::make_unique<RedisStore>(std::move(target).value(), options);
   IDFORGE_RETURN_IF_ERROR(store->open());
   return std::unique_ptr<SegmentStore>(std::move(store));
 }

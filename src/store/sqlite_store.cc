@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +21,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace idforge::store {
 namespace {
@@ -43,6 +47,9 @@ constexpr const char* kAllocateSql =
     " WHERE tag = ?3 AND max_id >= 0"
     " AND (CASE WHEN ?1 > 0 THEN ?1 ELSE step END) BETWEEN 1 AND 9223372036854775807 - max_id"
     " RETURNING max_id, (CASE WHEN ?1 > 0 THEN ?1 ELSE step END)";
+
+constexpr const char* kCreateMetaSql =
+    "CREATE TABLE IF NOT EXISTS idforge_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 
 constexpr const char* kInsertSql =
     "INSERT INTO idforge_segments (tag, max_id, step, description, serial_template, updated_at)"
@@ -98,6 +105,11 @@ class SqliteStore final : public SegmentStore {
   Status set_step(std::string_view name, uint64_t step) override;
   std::string describe() const override { return "sqlite:" + path_; }
 
+  Result<StoreIdentity> identity() override;
+  Result<bool> adopt_identity(const IdentityChange& change) override;
+  Result<Durability> durability() override;
+  Status claim_place(uint32_t index, uint32_t count) override;
+
  private:
   // An error from the last SQLite call on this connection, naming the file. A locked
   // database is worth retrying; anything else is an I/O problem.
@@ -110,8 +122,16 @@ class SqliteStore final : public SegmentStore {
   // Why the allocate statement matched no row: unknown tag, run out, or a bad row.
   Status explain_refused(std::string_view tag, uint64_t step);
   Result<TagInfo> get_tag_locked(std::string_view name);
+  // The value of `key` in idforge_meta, "" when there is none.
+  Result<std::string> meta_locked(const char* key);
+  // The first column of the one row `sql` returns, as text.
+  Result<std::string> pragma_locked(const char* sql);
+  // Sets every tag's max_id for adopt_identity; inside its transaction.
+  Status bump_tags_locked(const IdentityChange& change);
 
   const std::string path_;
+  // "sqlite:DEV:INO" of the file as open() found it; "" for :memory:.
+  std::string file_identity_;
   std::mutex mu_;  // one connection, used by one thread at a time
   DbPtr db_;
   StmtPtr allocate_;
@@ -201,6 +221,20 @@ Status SqliteStore::open() {
   }
   IDFORGE_RETURN_IF_ERROR(exec("PRAGMA synchronous=FULL", "setting synchronous=FULL"));
   IDFORGE_RETURN_IF_ERROR(exec(kCreateTableSql, "creating table idforge_segments"));
+  IDFORGE_RETURN_IF_ERROR(exec(kCreateMetaSql, "creating table idforge_meta"));
+  if (path_ != ":memory:") {
+    // A restored or copied file is a new inode (or on another device); the same file
+    // keeps both while it is written to, renamed within its file system or reopened.
+    // Taken once, so it names the file this connection writes even if the path is
+    // later pointed at another file.
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) {
+      return Status::IoError(fmt::format("{}: cannot stat the file: {}", describe(),
+                                         std::generic_category().message(errno)));
+    }
+    file_identity_ = fmt::format("sqlite:{}:{}", static_cast<uint64_t>(st.st_dev),
+                                 static_cast<uint64_t>(st.st_ino));
+  }
 
   // Preparing here also checks that an existing table has the columns we use.
   const std::string one = std::string(kSelectColumns) + " WHERE tag = ?1";
@@ -276,7 +310,7 @@ Result<Segment> SqliteStore::allocate(std::string_view tag, uint64_t step) {
                                         tag, max_id, used_step));
   }
   const auto count = static_cast<uint64_t>(used_step);
-  return Segment{static_cast<uint64_t>(max_id) - count + 1, count, 1};
+  return Segment{static_cast<uint64_t>(max_id) - count + 1, count, 1, file_identity_};
 }
 
 Status SqliteStore::explain_refused(std::string_view tag, uint64_t step) {
@@ -360,6 +394,180 @@ Status SqliteStore::set_step(std::string_view name, uint64_t step) {
   if (rc != SQLITE_DONE) return error(rc, fmt::format("setting the step of tag '{}'", name));
   if (sqlite3_changes(db_.get()) == 0) return unknown_tag(name);
   return Status::Ok();
+}
+
+// Rolls an open transaction back however the caller leaves, unless it committed.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {}
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void done() { done_ = true; }
+
+ private:
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+Result<std::string> SqliteStore::meta_locked(const char* key) {
+  Result<StmtPtr> stmt =
+      prepare("SELECT value FROM idforge_meta WHERE key = ?1", "reading idforge_meta");
+  if (!stmt.ok()) return stmt.status();
+  IDFORGE_RETURN_IF_ERROR(bind_text(stmt->get(), 1, key));
+  const int rc = sqlite3_step(stmt->get());
+  if (rc == SQLITE_DONE) return std::string();
+  if (rc != SQLITE_ROW) return error(rc, "reading idforge_meta");
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
+  return std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(stmt->get(), 0)));
+}
+
+Result<std::string> SqliteStore::pragma_locked(const char* sql) {
+  Result<StmtPtr> stmt = prepare(sql, sql);
+  if (!stmt.ok()) return stmt.status();
+  const int rc = sqlite3_step(stmt->get());
+  if (rc != SQLITE_ROW) return error(rc, sql);
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
+  return std::string(p ? p : "");
+}
+
+Result<StoreIdentity> SqliteStore::identity() {
+  StoreIdentity id;
+  id.current = file_identity_;
+  std::lock_guard lock(mu_);
+  Result<std::string> recorded = meta_locked("identity");
+  if (!recorded.ok()) return recorded.status();
+  id.recorded = std::move(recorded).value();
+  return id;
+}
+
+Status SqliteStore::bump_tags_locked(const IdentityChange& change) {
+  // Work out every new max_id first, so an overflow anywhere changes nothing (the
+  // caller's rollback would undo it too; this keeps the error about the right tag).
+  std::vector<std::pair<std::string, int64_t>> plan;
+  {
+    Result<StmtPtr> all = prepare("SELECT tag, max_id FROM idforge_segments", "reading the tags");
+    if (!all.ok()) return all.status();
+    for (;;) {
+      const int rc = sqlite3_step(all->get());
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return error(rc, "reading the tags");
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(all->get(), 0));
+      std::string tag(p ? p : "");
+      const int64_t stored = sqlite3_column_int64(all->get(), 1);
+      if (sqlite3_column_type(all->get(), 1) != SQLITE_INTEGER || stored < 0) {
+        return Status::IoError(fmt::format(
+            "{}: tag '{}' has a max_id that is not a positive integer (edited by hand?); nothing "
+            "changed",
+            describe(), tag));
+      }
+      uint64_t base = static_cast<uint64_t>(stored);
+      if (auto f = change.floors.find(tag); f != change.floors.end())
+        base = std::max(base, f->second);
+      if (base > kMaxId || change.margin > kMaxId - base) {
+        return Status::OutOfRange(
+            fmt::format("{}: moving tag '{}' forward by {} would pass 2^63-1; nothing changed",
+                        describe(), tag, change.margin));
+      }
+      plan.emplace_back(std::move(tag), static_cast<int64_t>(base + change.margin));
+    }
+  }
+  Result<StmtPtr> update = prepare(
+      "UPDATE idforge_segments SET max_id = ?1, updated_at = ?2 WHERE tag = ?3", "moving tags");
+  if (!update.ok()) return update.status();
+  const int64_t now = now_unix_ms();
+  for (const auto& [tag, max_id] : plan) {
+    StmtUse use(update->get());
+    IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 1, max_id));
+    IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, now));
+    IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 3, tag));
+    const int rc = sqlite3_step(use.get());
+    if (rc != SQLITE_DONE) return error(rc, fmt::format("moving tag '{}' forward", tag));
+  }
+  return Status::Ok();
+}
+
+Result<bool> SqliteStore::adopt_identity(const IdentityChange& change) {
+  if (change.adopt.empty()) return Status::InvalidArgument("the identity to adopt is empty");
+  std::lock_guard lock(mu_);
+  // IMMEDIATE takes the write lock now: a second process adopting at the same time
+  // waits here and then reads the identity this one recorded.
+  IDFORGE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE", "starting a transaction"));
+  Transaction tx(db_.get());
+  Result<std::string> recorded = meta_locked("identity");
+  if (!recorded.ok()) return recorded.status();
+  if (*recorded != change.expected) return false;
+  IDFORGE_RETURN_IF_ERROR(bump_tags_locked(change));
+  Result<StmtPtr> record = prepare(
+      "INSERT INTO idforge_meta (key, value) VALUES ('identity', ?1)"
+      " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      "recording the identity");
+  if (!record.ok()) return record.status();
+  IDFORGE_RETURN_IF_ERROR(bind_text(record->get(), 1, change.adopt));
+  const int rc = sqlite3_step(record->get());
+  if (rc != SQLITE_DONE) return error(rc, "recording the identity");
+  IDFORGE_RETURN_IF_ERROR(exec("COMMIT", "committing the new identity"));
+  tx.done();
+  return true;
+}
+
+Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
+  if (count < 1 || index >= count) {
+    return Status::InvalidArgument(
+        fmt::format("store place {} of {}: the index must be below the count", index, count));
+  }
+  const std::string wanted = fmt::format("{}/{}", index, count);
+  std::lock_guard lock(mu_);
+  {
+    Result<StmtPtr> insert =
+        prepare("INSERT OR IGNORE INTO idforge_meta (key, value) VALUES ('place', ?1)",
+                "recording the store's place");
+    if (!insert.ok()) return insert.status();
+    IDFORGE_RETURN_IF_ERROR(bind_text(insert->get(), 1, wanted));
+    const int rc = sqlite3_step(insert->get());
+    if (rc != SQLITE_DONE) return error(rc, "recording the store's place");
+  }
+  Result<std::string> recorded = meta_locked("place");
+  if (!recorded.ok()) return recorded.status();
+  if (*recorded == wanted) return Status::Ok();
+  const size_t slash = recorded->find('/');
+  const std::string was = slash == std::string::npos
+                              ? "'" + *recorded + "'"
+                              : recorded->substr(0, slash) + " of " + recorded->substr(slash + 1);
+  return Status::InvalidArgument(fmt::format(
+      "store {} is store {} for striped tags; this process lists it as store {} of {} — list the "
+      "stores in the same order and number on every node",
+      describe(), was, index, count));
+}
+
+Result<Durability> SqliteStore::durability() {
+  std::lock_guard lock(mu_);
+  Result<std::string> journal = pragma_locked("PRAGMA journal_mode");
+  if (!journal.ok()) return journal.status();
+  Result<std::string> sync = pragma_locked("PRAGMA synchronous");
+  if (!sync.ok()) return sync.status();
+  static constexpr const char* kLevels[] = {"off", "normal", "full", "extra"};
+  const std::string level =
+      *sync >= "0" && *sync <= "3" && sync->size() == 1 ? kLevels[(*sync)[0] - '0'] : *sync;
+  Durability d;
+  d.summary = fmt::format("journal_mode={} synchronous={}", *journal, level);
+  // FULL syncs the WAL (or the rollback journal) at every commit, so a committed range
+  // survives a power loss; NORMAL in WAL mode survives a crash of the process only.
+  // open() sets WAL and FULL on this connection, so this reports that, or what changed.
+  if (*journal == "off" || *journal == "memory") {
+    d.safe = false;
+    d.risk = fmt::format("journal_mode={}: a crash during a commit can corrupt the file; use WAL",
+                         *journal);
+  } else if (level != "full" && level != "extra") {
+    d.safe = false;
+    d.risk = fmt::format(
+        "synchronous={}: a power loss can forget the last commits, and those ranges would be "
+        "handed out again; use synchronous=FULL",
+        level);
+  }
+  return d;
 }
 
 }  // namespace

@@ -174,5 +174,80 @@ TEST(PostgresStoreTest, ALockHeldTooLongEndsInStatementTimeoutNotAHang) {
   EXPECT_EQ((*s)->allocate(tag, 0).value().first, 1u);
 }
 
+TEST(PostgresStoreTest, IdentityIsTheSystemIdentifierAndTimelineOne) {
+  Result<std::string> url = Services::get().postgres_url();
+  ASSERT_TRUE(url.ok()) << url.status().to_string();
+  auto s = store::open_store(*url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<StoreIdentity> id = (*s)->identity();
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  // pg:<system identifier, decimal>/tl:<timeline>; a fresh server is on timeline 1.
+  const std::string& c = id->current;
+  ASSERT_EQ(c.rfind("pg:", 0), 0u) << c;
+  const size_t slash = c.find("/tl:");
+  ASSERT_NE(slash, std::string::npos) << c;
+  EXPECT_GT(slash, 3u);
+  EXPECT_EQ(c.find_first_not_of("0123456789", 3), slash) << c;
+  EXPECT_EQ(c.substr(slash), "/tl:1");
+  Result<Server> pg = Services::get().shared(ServerKind::kPostgres);
+  ASSERT_TRUE(pg.ok());
+  RunResult sysid = Services::get().client(
+      *pg, {"-qAt", "-c", "SELECT system_identifier FROM pg_control_system()"});
+  EXPECT_EQ("pg:" + sysid.out.substr(0, sysid.out.find('\n')) + "/tl:1", c);
+}
+
+TEST(PostgresStoreTest, DurabilityIsSafeAndNamesTheSettings) {
+  Result<std::string> url = Services::get().postgres_url();
+  ASSERT_TRUE(url.ok()) << url.status().to_string();
+  auto s = store::open_store(*url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<Durability> d = (*s)->durability();
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_TRUE(d->safe) << d->risk;
+  EXPECT_EQ(d->summary, "fsync=on synchronous_commit=on synchronous_standby_names=''");
+
+  // A role that turned synchronous_commit off is reported (it applies to new sessions).
+  auto lax = store::open_store(*url + "?options=-csynchronous_commit%3Doff");
+  ASSERT_TRUE(lax.ok()) << lax.status().to_string();
+  Result<Durability> off = (*lax)->durability();
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  EXPECT_FALSE(off->safe);
+  EXPECT_NE(off->risk.find("synchronous_commit = on"), std::string::npos) << off->risk;
+}
+
+TEST(PostgresStoreTest, MinReplicasWithoutAStandbyIsUnavailableWithTheReason) {
+  Result<std::string> url = Services::get().postgres_url();
+  ASSERT_TRUE(url.ok()) << url.status().to_string();
+  auto plain = store::open_store(*url);
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  const std::string tag = unique_tag("replicated");
+  TagSpec spec;
+  spec.name = tag;
+  spec.step = 10;
+  ASSERT_TRUE((*plain)->create_tag(spec).ok());
+
+  // idforge takes its own option off the URL; libpq's options stay.
+  auto s = store::open_store(*url + "?application_name=x&min_replicas=1");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<Segment> seg = (*s)->allocate(tag, 0);
+  ASSERT_FALSE(seg.ok());
+  EXPECT_EQ(seg.status().code(), StatusCode::kUnavailable) << seg.status().to_string();
+  EXPECT_NE(seg.status().message().find("only 0 synchronous standbys"), std::string::npos)
+      << seg.status().message();
+  // Refused before the allocation: nothing was taken.
+  EXPECT_EQ((*plain)->allocate(tag, 0).value().first, 1u);
+  EXPECT_NE((*s)->durability()->summary.find("min_replicas=1"), std::string::npos);
+  // min_replicas=0 is the default and allocates as usual.
+  auto zero = store::open_store(*url + "?min_replicas=0");
+  ASSERT_TRUE(zero.ok()) << zero.status().to_string();
+  EXPECT_EQ((*zero)->allocate(tag, 0).value().first, 11u);
+
+  for (const std::string bad : {"?min_replicas=", "?min_replicas=two", "?min_replicas=1000"}) {
+    auto b = store::open_store(*url + bad);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument) << b.status().to_string();
+  }
+}
+
 }  // namespace
 }  // namespace idforge::integration

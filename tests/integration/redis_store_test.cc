@@ -200,5 +200,89 @@ TEST(RedisStoreTest, AFrozenServerTimesOutAndTheStoreRecovers) {
   EXPECT_TRUE(Services::get().stop(*redis).ok());
 }
 
+// Every start of a Redis master is a new replication id, even with the same data: the
+// guard cannot tell a restart that kept everything (AOF, appendfsync always) from one
+// that lost the last writes, so it must see a change either way.
+TEST(RedisStoreTest, ARestartIsANewIdentityWithTheRecordKept) {
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "redis-identity");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto s = store::open_store(redis->url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<StoreIdentity> before = (*s)->identity();
+  ASSERT_TRUE(before.ok()) << before.status().to_string();
+  ASSERT_EQ(before->current.rfind("redis:", 0), 0u) << before->current;
+  IdentityChange change;
+  change.adopt = before->current;
+  ASSERT_TRUE((*s)->adopt_identity(change).value());
+
+  ASSERT_TRUE(Services::get().stop(*redis).ok());
+  ASSERT_TRUE(Services::get().restart(*redis).ok());
+  Result<StoreIdentity> after = (*s)->identity();
+  ASSERT_TRUE(after.ok()) << after.status().to_string();
+  EXPECT_NE(after->current, before->current);
+  EXPECT_EQ(after->recorded, before->current);  // the AOF kept the record
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+TEST(RedisStoreTest, DurabilityReportsAppendfsyncEverysecAsUnsafe) {
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "redis-durability");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto s = store::open_store(redis->url);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<Durability> safe = (*s)->durability();
+  ASSERT_TRUE(safe.ok()) << safe.status().to_string();
+  EXPECT_TRUE(safe->safe) << safe->risk;
+  EXPECT_EQ(safe->summary, "appendonly=yes appendfsync=always");
+
+  ASSERT_EQ(Services::get().client(*redis, {"CONFIG", "SET", "appendfsync", "everysec"}).out,
+            "OK\n");
+  Result<Durability> lax = (*s)->durability();
+  ASSERT_TRUE(lax.ok()) << lax.status().to_string();
+  EXPECT_FALSE(lax->safe);
+  EXPECT_EQ(lax->summary, "appendonly=yes appendfsync=everysec");
+  EXPECT_NE(lax->risk.find("appendfsync always"), std::string::npos) << lax->risk;
+
+  // CONFIG renamed away (rename-command needs a restart, an ACL does the same live).
+  ASSERT_EQ(Services::get().client(*redis, {"ACL", "SETUSER", "default", "-config"}).out, "OK\n");
+  Result<Durability> blind = (*s)->durability();
+  ASSERT_TRUE(blind.ok()) << blind.status().to_string();
+  EXPECT_FALSE(blind->safe);
+  EXPECT_NE(blind->risk.find("cannot read"), std::string::npos) << blind->risk;
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+TEST(RedisStoreTest, MinReplicasWithoutAReplicaSkipsTheRange) {
+  Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "redis-replicas");
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto plain = store::open_store(redis->url);
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  ASSERT_TRUE((*plain)->create_tag(spec_of("replicated", 10)).ok());
+
+  auto s = store::open_store(redis->url + "?min_replicas=1&replica_wait_ms=200");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const auto started = Clock::now();
+  Result<Segment> seg = (*s)->allocate("replicated", 0);
+  ASSERT_FALSE(seg.ok());
+  EXPECT_EQ(seg.status().code(), StatusCode::kUnavailable) << seg.status().to_string();
+  EXPECT_NE(seg.status().message().find("only 0 of 1 replicas"), std::string::npos)
+      << seg.status().message();
+  EXPECT_LT(ms_since(started), 2000);
+  // The range was taken on the primary and is never used: the next one comes after it.
+  EXPECT_EQ((*plain)->allocate("replicated", 0).value().first, 11u);
+  EXPECT_NE((*s)->durability()->summary.find("min_replicas=1"), std::string::npos);
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+TEST(RedisStoreTest, BadStoreOptionsAreInvalidArgument) {
+  for (const std::string query :
+       {"?min_replicas=x", "?min_replicas=-1", "?min_replicas=101", "?replica_wait_ms=0",
+        "?replica_wait_ms=4001", "?other=1", "?min_replicas=1&min_replicas=2"}) {
+    auto s = store::open_store("redis://127.0.0.1:1" + query);
+    ASSERT_FALSE(s.ok()) << query;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument)
+        << query << ": " << s.status().to_string();
+  }
+}
+
 }  // namespace
 }  // namespace idforge::integration

@@ -270,6 +270,179 @@ TEST_P(StoreContractTest, SegmentBufferGivesFourThreadsDistinctIds) {
   EXPECT_LE(all.back(), store_->get_tag(name)->max_id);
 }
 
+// The failover guard's calls (identity, adopt_identity, claim_place, durability) on a
+// store of the test's own, since what they record is store-wide.
+class StoreIdentityTest : public StoreContractTest {
+ protected:
+  void SetUp() override {
+    Result<std::string> url = fresh_store_url(GetParam(), "fresh");
+    ASSERT_TRUE(url.ok()) << url.status().to_string();
+    url_ = *url;
+    store_ = open();
+    ASSERT_NE(store_, nullptr);
+  }
+
+  uint64_t max_id(const std::string& tag) {
+    Result<TagInfo> info = store_->get_tag(tag);
+    EXPECT_TRUE(info.ok()) << info.status().to_string();
+    return info.ok() ? info->max_id : 0;
+  }
+};
+
+TEST_P(StoreIdentityTest, IdentityIsStableAndNothingIsRecordedOnAFreshStore) {
+  Result<StoreIdentity> a = store_->identity();
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  Result<StoreIdentity> b = store_->identity();
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_FALSE(a->current.empty());
+  EXPECT_EQ(a->current, b->current);
+  const std::string prefix =
+      GetParam() == StoreKind::kPostgres ? "pg:" : store_kind_name(GetParam()) + ":";
+  EXPECT_EQ(a->current.rfind(prefix, 0), 0u) << a->current;
+  EXPECT_EQ(a->recorded, "");
+  // Another store object on the same data sees the same.
+  std::unique_ptr<SegmentStore> other = open();
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->identity()->current, a->current);
+}
+
+TEST_P(StoreIdentityTest, EveryRangeCarriesTheIdentityThatCommittedIt) {
+  const std::string name = create(1, 10);
+  Result<Segment> seg = store_->allocate(name, 0);
+  ASSERT_TRUE(seg.ok()) << seg.status().to_string();
+  EXPECT_EQ(seg->identity, store_->identity()->current);
+}
+
+TEST_P(StoreIdentityTest, AdoptRecordsTheIdentityAndMovesEveryTagOnce) {
+  const std::string low = create(1, 10, "low");        // max_id 0, floor 1000 -> 1000 + 50
+  const std::string high = create(5001, 10, "high");   // max_id 5000, floor 1000 -> 5000 + 50
+  const std::string plain = create(101, 10, "plain");  // no floor: 100 + 50
+  const std::string gone = unique_tag("gone");         // in the floors, not in the store
+  IdentityChange change;
+  change.expected = "";
+  change.adopt = "test:first";
+  change.margin = 50;
+  change.floors = {{low, 1000}, {high, 1000}, {gone, 7000}};
+  Result<bool> applied = store_->adopt_identity(change);
+  ASSERT_TRUE(applied.ok()) << applied.status().to_string();
+  EXPECT_TRUE(*applied);
+  EXPECT_EQ(store_->identity()->recorded, "test:first");
+  EXPECT_EQ(max_id(low), 1050u);
+  EXPECT_EQ(max_id(high), 5050u);
+  EXPECT_EQ(max_id(plain), 150u);
+  EXPECT_EQ(store_->get_tag(gone).status().code(), StatusCode::kNotFound);  // not recreated
+  // Allocation goes on after the new max_id.
+  EXPECT_EQ(store_->allocate(low, 0)->first, 1051u);
+
+  // Someone else's step with the old expectation: refused, nothing moves.
+  change.adopt = "test:second";
+  applied = store_->adopt_identity(change);
+  ASSERT_TRUE(applied.ok()) << applied.status().to_string();
+  EXPECT_FALSE(*applied);
+  EXPECT_EQ(store_->identity()->recorded, "test:first");
+  EXPECT_EQ(max_id(low), 1060u);
+  EXPECT_EQ(max_id(high), 5050u);
+  EXPECT_EQ(max_id(plain), 150u);
+
+  // Expecting the recorded one works again.
+  change.expected = "test:first";
+  change.floors.clear();
+  applied = store_->adopt_identity(change);
+  ASSERT_TRUE(applied.ok()) << applied.status().to_string();
+  EXPECT_TRUE(*applied);
+  EXPECT_EQ(store_->identity()->recorded, "test:second");
+  EXPECT_EQ(max_id(plain), 200u);
+}
+
+TEST_P(StoreIdentityTest, ConcurrentAdoptsWithOneExpectationApplyExactlyOnce) {
+  const std::string name = create(1, 10);
+  constexpr int kThreads = 8;
+  std::vector<std::unique_ptr<SegmentStore>> stores;
+  for (int i = 0; i < kThreads; ++i) {
+    stores.push_back(open());
+    ASSERT_NE(stores.back(), nullptr);
+  }
+  std::vector<Result<bool>> results(kThreads, Result<bool>(false));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      IdentityChange change;
+      change.expected = "";
+      change.adopt = "test:node" + std::to_string(t);
+      change.margin = 1000;
+      results[t] = stores[t]->adopt_identity(change);
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  int applied = 0;
+  int winner = -1;
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_TRUE(results[t].ok()) << results[t].status().to_string();
+    if (*results[t]) {
+      ++applied;
+      winner = t;
+    }
+  }
+  EXPECT_EQ(applied, 1);
+  EXPECT_EQ(max_id(name), 1000u);  // moved once, not eight times
+  EXPECT_EQ(store_->identity()->recorded, "test:node" + std::to_string(winner));
+}
+
+TEST_P(StoreIdentityTest, AdoptPastTwoToTheSixtyThreeIsOutOfRangeAndChangesNothing) {
+  const std::string small = create(1, 10, "small");
+  const std::string big = create(kMaxId - 99, 10, "big");  // max_id 2^63-101
+  IdentityChange change;
+  change.adopt = "test:overflow";
+  change.margin = 101;
+  Result<bool> applied = store_->adopt_identity(change);
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(applied.status().code(), StatusCode::kOutOfRange) << applied.status().to_string();
+  EXPECT_EQ(max_id(small), 0u);
+  EXPECT_EQ(max_id(big), kMaxId - 100);
+  EXPECT_EQ(store_->identity()->recorded, "");
+
+  // A floor can push it over too; exactly 2^63-1 is fine.
+  change.margin = 100;
+  change.floors = {{small, kMaxId - 99}};
+  EXPECT_EQ(store_->adopt_identity(change).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(max_id(small), 0u);
+  change.floors = {{small, kMaxId - 100}};
+  applied = store_->adopt_identity(change);
+  ASSERT_TRUE(applied.ok()) << applied.status().to_string();
+  EXPECT_TRUE(*applied);
+  EXPECT_EQ(max_id(small), kMaxId);
+  EXPECT_EQ(max_id(big), kMaxId);
+}
+
+TEST_P(StoreIdentityTest, APlaceIsRecordedOnceAndAnotherIsRefused) {
+  EXPECT_TRUE(store_->claim_place(1, 2).ok());
+  EXPECT_TRUE(store_->claim_place(1, 2).ok());
+  std::unique_ptr<SegmentStore> other = open();
+  ASSERT_NE(other, nullptr);
+  EXPECT_TRUE(other->claim_place(1, 2).ok());
+  const Status moved = other->claim_place(0, 3);
+  EXPECT_EQ(moved.code(), StatusCode::kInvalidArgument) << moved.to_string();
+  EXPECT_NE(moved.message().find("is store 1 of 2"), std::string::npos) << moved.message();
+  EXPECT_NE(moved.message().find("as store 0 of 3"), std::string::npos) << moved.message();
+  EXPECT_EQ(store_->claim_place(1, 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->claim_place(2, 2).code(), StatusCode::kInvalidArgument);  // not a place
+  EXPECT_TRUE(store_->claim_place(1, 2).ok());  // still what was recorded
+}
+
+TEST_P(StoreIdentityTest, DurabilityIsSafeOnTheTestServers) {
+  Result<Durability> d = store_->durability();
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_FALSE(d->summary.empty());
+  // The test servers run fsync on / appendfsync always, and SQLite opens WAL + FULL.
+  EXPECT_TRUE(d->safe) << d->summary << ": " << d->risk;
+  EXPECT_EQ(d->risk, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStores, StoreIdentityTest,
+                         ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres,
+                                           StoreKind::kRedis),
+                         StoreKindName());
+
 TEST_P(StoreContractTest, DescribeNamesTheStore) {
   const std::string d = store_->describe();
   EXPECT_FALSE(d.empty());

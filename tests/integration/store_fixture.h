@@ -44,6 +44,34 @@ inline Result<std::string> store_url(StoreKind kind) {
   return Status::Internal("unknown store kind");
 }
 
+// The URL of a store of `kind` that nothing has written to yet, for tests of what is
+// recorded store-wide (identity, place): a new SQLite file, a new schema on the shared
+// PostgreSQL server (tables are created in the first schema of search_path), or a new
+// Redis server of the test's own. `name` is a prefix; each call gets a new store.
+inline Result<std::string> fresh_store_url(StoreKind kind, const std::string& name) {
+  switch (kind) {
+    case StoreKind::kSqlite:
+      return store_url(kind);
+    case StoreKind::kPostgres: {
+      Result<std::string> url = Services::get().postgres_url();
+      if (!url.ok()) return url.status();
+      Result<Server> server = Services::get().shared(ServerKind::kPostgres);
+      if (!server.ok()) return server.status();
+      const std::string schema = unique_tag(name);
+      const test_support::RunResult made =
+          Services::get().client(*server, {"-c", "CREATE SCHEMA \"" + schema + "\""});
+      if (made.exit_code != 0) return Status::IoError("CREATE SCHEMA failed: " + made.err);
+      return *url + "?options=-csearch_path%3D" + schema;
+    }
+    case StoreKind::kRedis: {
+      Result<Server> server = Services::get().start_private(ServerKind::kRedis, unique_tag(name));
+      if (!server.ok()) return server.status();
+      return server->url;
+    }
+  }
+  return Status::Internal("unknown store kind");
+}
+
 // So gtest names the parameter ("sqlite") instead of dumping its bytes.
 inline void PrintTo(StoreKind kind, std::ostream* os) { *os << store_kind_name(kind); }
 

@@ -307,6 +307,49 @@ TEST_F(SqliteStoreTest, UsesWalModeAndTheDocumentedSchema) {
   sqlite3_close(db);
 }
 
+TEST_F(SqliteStoreTest, ACopiedFileIsANewIdentityWithTheOldRecord) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->create_tag(spec("order", 1, 10)).ok());
+  IdentityChange change;
+  change.adopt = store->identity()->current;
+  ASSERT_EQ(change.adopt.rfind("sqlite:", 0), 0u) << change.adopt;
+  ASSERT_TRUE(store->adopt_identity(change).value());
+  EXPECT_EQ(store->identity()->recorded, change.adopt);
+  store.reset();  // closes it, so the copy has everything (WAL checkpointed)
+
+  const std::string copy = dir_ + "/restored.db";
+  std::filesystem::copy_file(path_, copy);
+  auto restored = open_sqlite_store(copy);
+  ASSERT_TRUE(restored.ok()) << restored.status().to_string();
+  Result<StoreIdentity> id = (*restored)->identity();
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  EXPECT_NE(id->current, change.adopt);   // another inode
+  EXPECT_EQ(id->recorded, change.adopt);  // the record came along
+  EXPECT_EQ((*restored)->allocate("order", 0)->identity, id->current);
+
+  // The original, reopened, is still itself.
+  auto again = open();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->identity()->current, change.adopt);
+}
+
+TEST_F(SqliteStoreTest, DurabilityReportsWalAndFullAndWhatWeakensIt) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  Result<Durability> d = store->durability();
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_TRUE(d->safe);
+  EXPECT_EQ(d->summary, "journal_mode=wal synchronous=full");
+  // An in-memory database keeps its journal in memory: nothing survives a crash.
+  auto other = open_sqlite_store(":memory:");
+  ASSERT_TRUE(other.ok());
+  Result<Durability> mem = (*other)->durability();
+  ASSERT_TRUE(mem.ok()) << mem.status().to_string();
+  EXPECT_FALSE(mem->safe) << mem->summary;
+  EXPECT_NE(mem->risk.find("journal_mode=memory"), std::string::npos) << mem->risk;
+}
+
 TEST_F(SqliteStoreTest, WaitsForAForeignWriterInsteadOfFailing) {
   auto store = open();
   ASSERT_TRUE(store);

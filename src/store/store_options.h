@@ -1,0 +1,31 @@
+// Options idforge reads itself from a store URL's query string (`?min_replicas=1`),
+// taken off before the rest of the URL goes to the client library, which would refuse
+// a key it does not know.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idforge/status.h"
+
+namespace idforge::store {
+
+// The most replicas min_replicas may ask for.
+inline constexpr uint32_t kMaxMinReplicas = 100;
+
+struct UrlOptions {
+  std::string rest;                          // the URL without the options taken
+  std::map<std::string, std::string> taken;  // key -> value, for the keys asked for
+};
+
+// Takes every `key=value` whose key is in `keys` off the query of `url`; the other
+// parameters stay, in order. A key given twice is InvalidArgument.
+Result<UrlOptions> take_url_options(std::string_view url, const std::vector<std::string>& keys);
+
+// A whole number from 0 to `max` for option `key`; InvalidArgument naming the option.
+Result<uint32_t> parse_option_number(const std::string& key, std::string_view value, uint32_t max);
+
+}  // namespace idforge::store
