@@ -86,9 +86,19 @@ Result<std::unique_ptr<PgConn>> PgConn::connect(const std::string& url, const st
         fmt::format("{}: cannot connect: {}", shown, one_line(PQerrorMessage(conn->conn_))));
   }
   // Notices ("relation already exists, skipping") would go to stderr; they say nothing
-  // a caller needs.
-  PQsetNoticeProcessor(
-      conn->conn_, [](void*, const char*) {}, nullptr);
+  // a caller needs, except one: a commit whose wait for synchronous standbys was
+  // cancelled (by statement_timeout) still reports success, with only this warning
+  // saying the standbys may not have it.
+  PQsetNoticeReceiver(
+      conn->conn_,
+      [](void* arg, const PGresult* notice) {
+        const char* text = PQresultErrorField(notice, PG_DIAG_MESSAGE_PRIMARY);
+        if (text != nullptr &&
+            std::strstr(text, "canceling wait for synchronous replication") != nullptr) {
+          static_cast<PgConn*>(arg)->sync_wait_cancelled_ = true;
+        }
+      },
+      conn.get());
   if (PQsetnonblocking(conn->conn_, 1) != 0) {
     return Status::IoError(fmt::format("{}: cannot switch the connection to non-blocking: {}",
                                        shown, one_line(PQerrorMessage(conn->conn_))));
@@ -122,6 +132,7 @@ Answer PgConn::run(const char* sql, const std::vector<std::string>& params) {
   values.reserve(params.size());
   for (const std::string& p : params) values.push_back(p.c_str());
 
+  sync_wait_cancelled_ = false;
   if (PQsendQueryParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
                         nullptr, nullptr, 0) == 0) {
     return fail(one_line(PQerrorMessage(conn_)));
@@ -162,6 +173,7 @@ Answer PgConn::run(const char* sql, const std::vector<std::string>& params) {
     }
   }
   if (answer.error.empty() && !answer.result) answer.error = "the server sent no result";
+  answer.sync_wait_cancelled = sync_wait_cancelled_;
   if (PQstatus(conn_) != CONNECTION_OK) broken_ = true;
   return answer;
 }

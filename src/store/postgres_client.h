@@ -42,6 +42,9 @@ struct Answer {
   PgResult result;
   std::string sqlstate;
   std::string error;  // empty on success
+  // The commit went through but its wait for synchronous standbys was cancelled, so
+  // they may not have it (PostgreSQL says so only in a warning).
+  bool sync_wait_cancelled = false;
 
   // The text of a cell of the result.
   std::string text(int row, int col) const {
@@ -79,6 +82,7 @@ class PgConn {
 
   PGconn* conn_;
   bool broken_ = false;
+  bool sync_wait_cancelled_ = false;  // set by the notice receiver during run()
 };
 
 // A pool of connections to one database. Thread-safe.

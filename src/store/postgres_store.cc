@@ -175,6 +175,12 @@ Result<Segment> PostgresStore::allocate(std::string_view tag, uint64_t step) {
     }
     return got.status();
   }
+  if (got->sync_wait_cancelled && replicas_.wanted() > 0) {
+    return Status::Unavailable(fmt::format(
+        "{}: the range was committed on the primary but the wait for synchronous standbys was "
+        "cancelled (statement timeout), so they may not have it; it is skipped",
+        shown_));
+  }
   const PGresult* r = got->result.get();
   if (PQntuples(r) == 0) {
     // No row matched: the tag is unknown, or its row is one the WHERE clause refuses.
