@@ -10,10 +10,21 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "idforge/status.h"
 
 namespace idforge {
+
+// A mark with the layout it was written under: the generator's mark_layout_key(), or
+// empty when unknown (a store that keeps no layout, or a mark of an older version). A
+// mark is a time, so it bounds the IDs issued only in the terms of its layout; a
+// generator with another layout starts above every ID that layout could have made.
+struct HighWaterMark {
+  int64_t unix_ms = 0;  // 0: none stored
+  std::string layout;
+};
 
 class HighWaterStore {
  public:
@@ -22,21 +33,35 @@ class HighWaterStore {
   virtual Result<int64_t> load() = 0;
   // Makes `unix_ms` the stored mark; returns only once it is durable.
   virtual Status store(int64_t unix_ms) = 0;
+  // The same with the layout. A store that keeps the layout overrides both; these
+  // defaults keep only the time (and report the layout as unknown).
+  virtual Result<HighWaterMark> load_mark() {
+    Result<int64_t> ms = load();
+    if (!ms.ok()) return ms.status();
+    return HighWaterMark{*ms, {}};
+  }
+  virtual Status store_mark(const HighWaterMark& mark) { return store(mark.unix_ms); }
 };
 
 // Keeps the mark in memory: survives a generator, not a process. For tests and for
 // callers that persist elsewhere.
 class MemoryHighWaterStore final : public HighWaterStore {
  public:
-  explicit MemoryHighWaterStore(int64_t initial = 0) : mark_(initial) {}
+  explicit MemoryHighWaterStore(int64_t initial = 0, std::string layout = {})
+      : mark_{initial, std::move(layout)} {}
   Result<int64_t> load() override {
+    std::lock_guard lock(mu_);
+    return mark_.unix_ms;
+  }
+  Status store(int64_t unix_ms) override { return store_mark({unix_ms, {}}); }
+  Result<HighWaterMark> load_mark() override {
     std::lock_guard lock(mu_);
     return mark_;
   }
-  Status store(int64_t unix_ms) override {
+  Status store_mark(const HighWaterMark& mark) override {
     std::lock_guard lock(mu_);
     ++stores_;
-    mark_ = unix_ms;
+    mark_ = mark;
     return Status::Ok();
   }
   int stores() const {
@@ -46,7 +71,7 @@ class MemoryHighWaterStore final : public HighWaterStore {
 
  private:
   mutable std::mutex mu_;
-  int64_t mark_;
+  HighWaterMark mark_;
   int stores_ = 0;
 };
 

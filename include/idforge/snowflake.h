@@ -50,6 +50,10 @@ std::string_view policy_name(RollbackPolicy policy);
 // "logical", "wait", "reject", "ring"; anything else is InvalidArgument.
 Result<RollbackPolicy> parse_policy(std::string_view name);
 
+// The layout as a high-water mark records it: the field spec, epoch and tick,
+// "time:41,datacenter:5,worker:5,sequence:12;epoch=1288834974657;tick_ms=1".
+std::string mark_layout_key(const Layout& layout);
+
 struct SnowflakeOptions {
   Layout layout = Layout::twitter();
   // Values of the layout's node fields by name ({"datacenter", 1}, {"worker", 7});
@@ -82,6 +86,20 @@ struct SnowflakeOptions {
   // this long for the clock to pass it when the policy cannot issue ahead of the clock;
   // past that it fails with Unavailable.
   int64_t max_startup_wait_ms = 3000;
+  // The largest forward step of the clock a running generator follows (with a
+  // high_water store). It keeps a trusted time: the clock as last accepted, carried on
+  // by a monotonic clock. A reading further ahead than this is a jump (a wrong RTC, a bad
+  // NTP answer): it is counted (counters().clock_jumps, clock_ahead_ms()), IDs go on at
+  // the trusted time, and no mark is written past it, so a clock that comes back finds
+  // no far-future mark to wait for, now or after a restart. A stored mark is thus never
+  // more than max_clock_step_ms + max_drift_ms + reserve_ms ahead of the trusted time. A
+  // jump that was a correction (the clock had been behind) is adopted by a restart,
+  // which trusts the clock it starts with. 0: follow every step.
+  int64_t max_clock_step_ms = 10'000;
+  // The monotonic clock of the trusted time, in ms. Null: CLOCK_BOOTTIME (it also counts
+  // a suspend) with the default clock; with a custom `clock` and no monotonic_ms the
+  // guard is off, so a test clock's steps are followed as before.
+  std::function<int64_t()> monotonic_ms;
 };
 
 // Event counts since construction, for metrics (IDs issued are counted by callers:
@@ -94,6 +112,7 @@ struct SnowflakeCounters {
   uint64_t failures = 0;           // calls that returned an error
   uint64_t ring_revisits = 0;      // IDs issued in a revisited tick (ring)
   uint64_t high_water_stores = 0;  // writes of the high-water mark
+  uint64_t clock_jumps = 0;  // forward steps past max_clock_step_ms (IDs kept to the trusted time)
 };
 
 class SnowflakeGenerator {
@@ -140,6 +159,9 @@ class SnowflakeGenerator {
   int64_t drift_ms() const;
   // The stored high-water mark in Unix ms (0 without a store).
   int64_t reserved_until_ms() const;
+  // While the clock is more than max_clock_step_ms ahead of the trusted time (a jump
+  // this generator does not follow): by how much, as last seen; else 0.
+  int64_t clock_ahead_ms() const { return clock_ahead_ms_.load(std::memory_order_relaxed); }
   SnowflakeCounters counters() const;
 
  private:
@@ -178,12 +200,15 @@ class SnowflakeGenerator {
       return false;
     }
     // Once per tick: remember the clock value, to tell a rollback from a stale reading.
-    if (now_tick > tick) note_clock(now);
+    if (now_tick > tick) note_fast_clock(now);
     *id = compose(next >> seq_bits_, next & seq_mask_);
     return true;
   }
   Result<uint64_t> next_slow();
   void note_clock(int64_t now_ms);
+  // note_clock for a reading the fast path issued at: not a jump, so one that was going
+  // on is over.
+  void note_fast_clock(int64_t now_ms);
 
   Status init();
   // Claims up to `want` sequences of one tick under the policy, then makes sure the
@@ -193,6 +218,13 @@ class SnowflakeGenerator {
   Status claim_ring(uint64_t want, Claim* out);
   // Tick of the clock (0 before the epoch), and whether the clock stepped back.
   uint64_t read_tick();
+  // `clock_ms`, or the trusted time when the clock jumped past max_clock_step_ms.
+  int64_t trusted_ms(int64_t clock_ms);
+  // The trusted time now (only with the jump guard on).
+  int64_t trusted_now_ms() const;
+  // The start's refusal when the clock is behind the restored mark.
+  Status start_refused(const HighWaterMark& mark, const std::string& old_layout, int64_t now_ms,
+                       int64_t need_ms) const;
   uint64_t tick_of_ms(int64_t unix_ms) const {
     if (unix_ms <= epoch_ms_) return 0;
     const auto delta = static_cast<uint64_t>(unix_ms - epoch_ms_);
@@ -219,7 +251,9 @@ class SnowflakeGenerator {
   const uint64_t ring_ticks_;
   const int64_t reserve_ms_;
   const int64_t startup_wait_ms_;
+  const int64_t max_step_ms_;
   Clock* const clock_;
+  std::function<int64_t()> monotonic_;  // null: no jump guard
   HighWaterStore* const high_water_;
   const bool store_on_next_;
   const std::function<void()> reservation_wanted_;
@@ -233,6 +267,8 @@ class SnowflakeGenerator {
   int64_t epoch_ms_ = 0;
   uint64_t tick_ms_ = 1;
   uint64_t floor_tick_ = 0;  // first tick this generator may use (above the restored mark)
+  bool guard_ = false;       // the clock-jump guard is on
+  std::string mark_layout_;  // mark_layout_key(layout_)
 
   // The hot word: (tick << seq_bits_) | last sequence issued in that tick. Alone on
   // its cache line so that counter updates do not bounce it between cores.
@@ -242,7 +278,10 @@ class SnowflakeGenerator {
 
   alignas(64) std::atomic<int64_t> max_clock_ms_{0};  // highest clock value seen
   std::atomic<int64_t> rollback_mark_{0};             // max_clock_ms_ at the last counted rollback
-  std::atomic<uint64_t> ring_high_{0};                // ring: highest tick issued
+  std::atomic<int64_t> trust_offset_{0};              // trusted time = monotonic_() + this
+  std::atomic<int64_t> trust_ceiling_ms_{0};  // a reading up to this is trusted without looking
+  std::atomic<int64_t> clock_ahead_ms_{0};
+  std::atomic<uint64_t> ring_high_{0};      // ring: highest tick issued
   std::atomic<uint64_t> reserved_tick_{0};  // ticks <= this are covered by the stored mark
   std::atomic<uint64_t> renew_tick_{0};     // from this tick on, renew the mark early
   std::atomic<int64_t> reserved_ms_{0};
@@ -257,6 +296,7 @@ class SnowflakeGenerator {
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> ring_revisits_{0};
   std::atomic<uint64_t> high_water_stores_{0};
+  std::atomic<uint64_t> clock_jumps_{0};
 };
 
 }  // namespace idforge

@@ -41,7 +41,10 @@ struct Lease {
   uint64_t datacenter = 0;
   uint64_t worker = 0;
   int64_t high_water_ms = 0;  // the slot's stored mark when acquired (0 = none)
-  int64_t ttl_ms = 0;         // the coordinator drops the lease this long after a renew
+  // The layout that mark was written under (mark_layout_key(); empty = unknown). In a
+  // renew, the layout of the mark passed: when not empty, stored with it.
+  std::string high_water_layout;
+  int64_t ttl_ms = 0;  // the coordinator drops the lease this long after a renew
   // How long the holder must wait after acquiring before it issues: a previous holder
   // that lost its lease without knowing it (a coordinator that lost its data) has
   // fenced itself by then. 0 where the backend rules that case out (local, static).

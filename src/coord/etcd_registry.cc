@@ -5,6 +5,9 @@
 //                                    its lease, so it goes when the lease does
 //   /idforge/C/identities/<identity> the slot an identity last held; no lease
 //   /idforge/C/hw/<slot>             the slot's time high-water mark, Unix ms; no lease
+//   /idforge/C/hwlayout/<slot>       the layout that mark was written under; no lease
+//                                    (a key of its own, so older versions still read
+//                                    the mark; both are written in one transaction)
 //
 // acquire grants a lease of ttl_ms rounded up to whole seconds (etcd counts seconds and
 // raises a TTL below its minimum, 2 s with default settings; Lease::ttl_ms is what it
@@ -95,6 +98,9 @@ class EtcdRegistry final : public WorkerRegistry {
     return fmt::format("{}{}", workers_prefix(), slot);
   }
   std::string hw_key(uint64_t slot) const { return fmt::format("{}{}", hw_prefix(), slot); }
+  std::string hw_layout_key(uint64_t slot) const {
+    return fmt::format("{}hwlayout/{}", prefix_, slot);
+  }
   std::string identity_key(std::string_view identity) const {
     return fmt::format("{}identities/{}", prefix_, identity);
   }
@@ -163,27 +169,33 @@ Result<std::vector<uint64_t>> EtcdRegistry::taken_slots() {
 Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, int64_t lease,
                                     Lease* out) {
   const std::string worker = worker_key(slot);
-  Result<EtcdTxnResult> got =
-      client_->txn({txn::create_revision_is(worker, 0)},
-                   {txn::put(worker, identity, lease),
-                    txn::put(identity_key(identity), std::to_string(slot)), txn::get(hw_key(slot))},
-                   {txn::get(worker)});
+  Result<EtcdTxnResult> got = client_->txn(
+      {txn::create_revision_is(worker, 0)},
+      {txn::put(worker, identity, lease), txn::put(identity_key(identity), std::to_string(slot)),
+       txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
+      {txn::get(worker)});
   if (!got.ok()) return got.status();
   std::vector<EtcdKeyValue> mark_kvs;
+  std::vector<EtcdKeyValue> layout_kvs;
   if (got->succeeded) {
-    if (got->ranges.size() != 3) return Status::IoError(described_ + ": unexpected txn answer");
+    if (got->ranges.size() != 4) return Status::IoError(described_ + ": unexpected txn answer");
     mark_kvs = std::move(got->ranges[2]);
+    layout_kvs = std::move(got->ranges[3]);
   } else {
     // Ours already when the client sent this transaction twice (its first answer lost
     // with a dropped connection); then the identity and mark steps are still to do.
     if (got->ranges.size() != 1 || got->ranges[0].empty() || got->ranges[0][0].lease != lease) {
       return false;
     }
-    Result<EtcdTxnResult> rest = client_->txn(
-        {}, {txn::put(identity_key(identity), std::to_string(slot)), txn::get(hw_key(slot))}, {});
+    Result<EtcdTxnResult> rest =
+        client_->txn({},
+                     {txn::put(identity_key(identity), std::to_string(slot)),
+                      txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
+                     {});
     if (!rest.ok()) return rest.status();
-    if (rest->ranges.size() != 2) return Status::IoError(described_ + ": unexpected txn answer");
+    if (rest->ranges.size() != 3) return Status::IoError(described_ + ": unexpected txn answer");
     mark_kvs = std::move(rest->ranges[1]);
+    layout_kvs = std::move(rest->ranges[2]);
   }
   Result<int64_t> mark = read_mark(slot, mark_kvs);
   if (!mark.ok()) return mark.status();
@@ -191,6 +203,7 @@ Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, 
   out->datacenter = options_.space.datacenter_of(slot);
   out->worker = options_.space.worker_of(slot);
   out->high_water_ms = *mark;
+  out->high_water_layout = layout_kvs.empty() ? std::string() : layout_kvs.front().value;
   return true;
 }
 
@@ -269,20 +282,30 @@ Status EtcdRegistry::renew(const Lease& lease, int64_t high_water_ms) {
 
   const std::string worker = worker_key(lease.slot);
   const std::string mark_key = hw_key(lease.slot);
+  const std::string layout_key = hw_layout_key(lease.slot);
   for (int attempt = 0; attempt < kMarkAttempts; ++attempt) {
     Result<std::vector<EtcdKeyValue>> old = client_->range(mark_key);
     if (!old.ok()) return old.status();
     Result<int64_t> old_mark = read_mark(lease.slot, *old);
     if (!old_mark.ok()) return old_mark.status();
+    Result<std::vector<EtcdKeyValue>> old_layout = client_->range(layout_key);
+    if (!old_layout.ok()) return old_layout.status();
+    const bool relayout =
+        !lease.high_water_layout.empty() &&
+        (old_layout->empty() || old_layout->front().value != lease.high_water_layout);
     const bool raise = high_water_ms > *old_mark;
     // The mark moves only while the worker key is this lease's, and only from the value
-    // just read: never down, never by a holder that lost the slot.
+    // just read: never down, never by a holder that lost the slot. The layout is the
+    // writer's and goes with it.
     std::vector<nlohmann::json> compares = {txn::lease_is(worker, *id)};
     std::vector<nlohmann::json> success;
-    if (raise) {
+    if (raise || relayout) {
       compares.push_back(
           txn::mod_revision_is(mark_key, old->empty() ? 0 : old->front().mod_revision));
-      success.push_back(txn::put(mark_key, std::to_string(high_water_ms)));
+      success.push_back(txn::put(mark_key, std::to_string(std::max(high_water_ms, *old_mark))));
+      if (!lease.high_water_layout.empty()) {
+        success.push_back(txn::put(layout_key, lease.high_water_layout));
+      }
     }
     Result<EtcdTxnResult> got = client_->txn(compares, success, {txn::get(worker)});
     if (!got.ok()) return got.status();

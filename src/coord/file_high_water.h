@@ -1,9 +1,14 @@
 // FileHighWaterStore: the time high-water mark in a small file (the `static` and
 // `local` registries keep it in the data dir).
 //
+// The file holds the mark in Unix ms on its first line and, when known, the layout it
+// was written under on a second ("layout " + mark_layout_key()). A file of one number
+// (older versions) is a mark of unknown layout.
+//
 // store() writes a temporary file, fsyncs it, renames it over the old one and fsyncs
 // the directory, so after a crash the file holds either the old or the new mark, never
-// a torn one. A file that exists but does not hold a mark is an error, never read as 0:
+// a torn one; a failed fsync is an error. A file that exists but does not hold a mark
+// (a number that does not fit, trailing text, ...) is an error, never read as 0:
 // guessing low could repeat IDs. Thread-safe.
 #pragma once
 
@@ -16,14 +21,20 @@ namespace idforge::coord {
 
 class FileHighWaterStore final : public HighWaterStore {
  public:
-  explicit FileHighWaterStore(std::string path) : path_(std::move(path)) {}
+  // The fsync the store calls, replaceable so tests can make it fail.
+  using SyncFn = int (*)(int fd);
+
+  explicit FileHighWaterStore(std::string path, SyncFn sync = nullptr);
 
   Result<int64_t> load() override;
   Status store(int64_t unix_ms) override;
+  Result<HighWaterMark> load_mark() override;
+  Status store_mark(const HighWaterMark& mark) override;
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
+  SyncFn sync_;
   std::mutex mu_;
 };
 

@@ -19,6 +19,7 @@ namespace idforge::coord {
 struct OpenedRegistry {
   std::unique_ptr<WorkerRegistry> registry;
   LeaseNodeFields fields;
+  std::string mark_layout;  // mark_layout_key() of the layout; generators must use it
 };
 Result<OpenedRegistry> open_worker_registry(const std::string& url, const Layout& layout,
                                             const std::string& layout_label,
@@ -38,7 +39,9 @@ class HeldLease {
   WorkerRegistry& registry() { return *opened_.registry; }
   // Builds the generator on the lease (owned here, so it outlives the keeper that
   // fences it) and, when the lease has a start delay, waits it out: a one-shot
-  // command has nothing better to do.
+  // command has nothing better to do. InvalidArgument for a generator of another
+  // layout than the registry was opened for, and for a lease whose safety rests on its
+  // start delay (Redis) with a ttl_ms too short for the generator's max_drift_ms.
   Result<SnowflakeGenerator*> make_generator(SnowflakeOptions options);
   // Fences the generator, stores its last mark, releases the lease.
   Status release();

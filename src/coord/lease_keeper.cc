@@ -101,7 +101,9 @@ LeaseKeeper::LeaseKeeper(WorkerRegistry& registry, Lease lease, KeeperOptions op
           milliseconds(std::max<int64_t>(lease_.start_delay_ms, 0))),
       on_lost_(std::move(options.on_lost)),
       last_ok_(options.acquired_at == TimePoint{} ? SteadyClock::now() : options.acquired_at),
-      confirmed_mark_(lease_.high_water_ms) {
+      confirmed_mark_(lease_.high_water_ms),
+      mark_layout_(lease_.high_water_layout),
+      confirmed_layout_(lease_.high_water_layout) {
   renew_thread_ = std::thread([this] { renew_loop(); });
   watch_thread_ = std::thread([this] { watch_loop(); });
 }
@@ -190,14 +192,18 @@ void LeaseKeeper::attach(SnowflakeGenerator* generator) {
   watch_cv_.notify_all();
 }
 
-Status LeaseKeeper::store_mark(int64_t unix_ms) {
+Status LeaseKeeper::store_mark(int64_t unix_ms, const std::string& layout) {
   std::unique_lock lock(mu_);
+  // A new layout must reach the registry before the generator issues under it, even
+  // when the time does not rise: the stored mark is read in its layout's terms.
+  const bool layout_done = layout.empty() || layout == confirmed_layout_;
   if (lost_) return Status::Unavailable(decide_locked(SteadyClock::now()).reason);
   if (stopping_) {
     return Status::Unavailable(
         fmt::format("the worker lease for slot {} is being released", lease_.slot));
   }
-  if (unix_ms <= confirmed_mark_) return Status::Ok();
+  if (unix_ms <= confirmed_mark_ && layout_done) return Status::Ok();
+  if (!layout.empty()) mark_layout_ = layout;
   requested_mark_ = std::max(requested_mark_, unix_ms);
   const uint64_t mine = ++requests_;
   renew_cv_.notify_one();
@@ -213,7 +219,9 @@ Status LeaseKeeper::store_mark(int64_t unix_ms) {
     }
     done_cv_.wait_until(lock, deadline);
   }
-  if (confirmed_mark_ >= unix_ms) return Status::Ok();
+  if (confirmed_mark_ >= unix_ms && (layout.empty() || layout == confirmed_layout_)) {
+    return Status::Ok();
+  }
   if (!last_result_.ok()) return last_result_;
   return Status::Unavailable(
       fmt::format("the worker lease for slot {} could not store the high-water mark", lease_.slot));
@@ -233,9 +241,11 @@ void LeaseKeeper::renew_loop() {
     }
     const uint64_t covering = requests_;
     const int64_t mark = mark_to_send_locked();
+    Lease sending = lease_;
+    sending.high_water_layout = mark_layout_;
     lock.unlock();
     const TimePoint sent = SteadyClock::now();
-    Status st = registry_.renew(lease_, mark);
+    Status st = registry_.renew(sending, mark);
     lock.lock();
 
     served_ = std::max(served_, covering);
@@ -244,6 +254,7 @@ void LeaseKeeper::renew_loop() {
     if (st.ok()) {
       last_ok_ = std::max(last_ok_, sent);
       confirmed_mark_ = std::max(confirmed_mark_, mark);
+      confirmed_layout_ = sending.high_water_layout;
       ++renewals_;
       next = sent + renew_every_;
     } else {
@@ -304,16 +315,18 @@ Status LeaseKeeper::stop() {
   int64_t mark;
   bool lost;
   int64_t confirmed;
+  Lease sending = lease_;
   {
     std::lock_guard lock(mu_);
     mark = mark_to_send_locked();
     lost = lost_;
     confirmed = confirmed_mark_;
+    sending.high_water_layout = mark_layout_;
   }
   Status result;
   // A lost lease may be someone else's by now: leave it alone.
   if (!lost) {
-    if (mark > confirmed) result = registry_.renew(lease_, mark);
+    if (mark > confirmed) result = registry_.renew(sending, mark);
     Status released = registry_.release(lease_);
     if (result.ok()) result = released;
   }

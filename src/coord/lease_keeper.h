@@ -121,7 +121,13 @@ class LeaseKeeper {
    public:
     explicit Store(LeaseKeeper* keeper) : keeper_(keeper) {}
     Result<int64_t> load() override { return keeper_->lease_.high_water_ms; }
-    Status store(int64_t unix_ms) override { return keeper_->store_mark(unix_ms); }
+    Status store(int64_t unix_ms) override { return keeper_->store_mark(unix_ms, {}); }
+    Result<HighWaterMark> load_mark() override {
+      return HighWaterMark{keeper_->lease_.high_water_ms, keeper_->lease_.high_water_layout};
+    }
+    Status store_mark(const HighWaterMark& mark) override {
+      return keeper_->store_mark(mark.unix_ms, mark.layout);
+    }
 
    private:
     LeaseKeeper* keeper_;
@@ -133,7 +139,8 @@ class LeaseKeeper {
     std::string reason;
   };
 
-  Status store_mark(int64_t unix_ms);
+  // `layout` (when not empty) is what the registry records with this and later marks.
+  Status store_mark(int64_t unix_ms, const std::string& layout);
   void renew_loop();
   void watch_loop();
   // What the generator should be now (under mu_).
@@ -161,8 +168,12 @@ class LeaseKeeper {
   TimePoint last_ok_;           // when the last successful renew was sent
   int64_t confirmed_mark_ = 0;  // highest mark a successful renew stored
   int64_t requested_mark_ = 0;  // highest mark store() asked for
-  uint64_t requests_ = 0;       // store() requests made
-  uint64_t served_ = 0;         // requests covered by a finished renew
+  // The layout renews record with the mark: the stored one until the generator stores
+  // its first mark (a keeper without a generator never changes it).
+  std::string mark_layout_;
+  std::string confirmed_layout_;  // what the last successful renew recorded
+  uint64_t requests_ = 0;         // store() requests made
+  uint64_t served_ = 0;           // requests covered by a finished renew
   Status last_result_;
   std::string last_error_;
   uint64_t renewals_ = 0;

@@ -3,6 +3,7 @@
 //   idforge:C:worker:<slot>      the lease: "<identity>#<32 hex>" (the token), PX ttl
 //   idforge:C:identity:<id>      the slot an identity last held; no TTL
 //   idforge:C:hw:<slot>          the slot's time high-water mark, Unix ms; no TTL
+//   idforge:C:hwlayout:<slot>    the layout that mark was written under; no TTL
 //
 // acquire, renew and release are one Lua script each, so no other client's command
 // falls between a check and the write that depends on it. Unlike the seed's GET/INCR/SET
@@ -26,6 +27,15 @@
 // and relies on its start delay alone. The old holder's last ID is at most its fence
 // time plus the generator's max_drift_ms; so IDs stay unique only while the two hosts'
 // clocks differ by less than ttl/3 minus max_drift_ms (10 s ttl, 1 s drift: 2.3 s).
+//
+// The layout sits in a key of its own so that an older version, which knows only the
+// mark key, keeps working beside this one (it leaves the layout as it was; a cluster
+// name runs one layout anyway). Both keys go together in one script.
+//
+// Because the start delay is all that protects IDs when Redis loses the lease, a
+// holder whose logical policy may run max_drift_ms ahead of its clock needs that to be
+// less than ttl/3 (the time between its fence and the key's expiry): HeldLease refuses
+// a shorter TTL.
 //
 // Needs one Redis (standalone or behind Sentinel), not Redis Cluster: the acquire
 // script computes key names as it scans, which Cluster forbids. Every node of a cluster
@@ -68,7 +78,8 @@ constexpr int kTokenRandomBytes = 16;
 constexpr int64_t kScanCount = 1000;
 
 // ARGV: key prefix "idforge:C:", identity, token, ttl ms, number of slots.
-// Returns {slot, stored high-water mark ("0" when none)}, or nil when all are taken.
+// Returns {slot, stored high-water mark ("0" when none), its layout ("" when unknown)},
+// or nil when all are taken.
 constexpr const char* kAcquireLua = R"lua(
 local prefix, token, ttl = ARGV[1], ARGV[3], ARGV[4]
 local slots = tonumber(ARGV[5])
@@ -79,7 +90,8 @@ local function take(slot)
     return nil
   end
   redis.call('SET', identity_key, name)
-  return {slot, redis.call('GET', prefix .. 'hw:' .. name) or '0'}
+  return {slot, redis.call('GET', prefix .. 'hw:' .. name) or '0',
+          redis.call('GET', prefix .. 'hwlayout:' .. name) or ''}
 end
 local previous = redis.call('GET', identity_key)
 if previous and string.match(previous, '^%d+$') and tonumber(previous) < slots then
@@ -93,7 +105,8 @@ end
 return false
 )lua";
 
-// KEYS: the lease, the slot's mark. ARGV: token, ttl ms, mark (digits; "0" = none).
+// KEYS: the lease, the slot's mark, its layout. ARGV: token, ttl ms, mark (digits;
+// "0" = none), the mark's layout ("" = leave it).
 // Returns {1, ''} when renewed, else {0, the key's holder or ''} and changes nothing:
 // a lease that is gone is never re-created here, since someone else may hold it by now.
 constexpr const char* kRenewLua = R"lua(
@@ -107,6 +120,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if ARGV[3] ~= '0' and (not old or tonumber(ARGV[3]) > tonumber(old)) then
   redis.call('SET', KEYS[2], ARGV[3])
 end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4]) end
 return {1, ''}
 )lua";
 
@@ -184,6 +198,9 @@ class RedisRegistry final : public WorkerRegistry {
  private:
   std::string worker_key(uint64_t slot) const { return fmt::format("{}worker:{}", prefix_, slot); }
   std::string hw_key(uint64_t slot) const { return fmt::format("{}hw:{}", prefix_, slot); }
+  std::string hw_layout_key(uint64_t slot) const {
+    return fmt::format("{}hwlayout:{}", prefix_, slot);
+  }
   Status check_slot(uint64_t slot) const;
   Status reply_error(const redisReply* r, std::string_view doing) const {
     return store::redis_error_status(client_.shown(), r, doing);
@@ -213,9 +230,9 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
     const redisReply* r = got->get();
     if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "acquiring a worker slot");
     if (r->type == REDIS_REPLY_NIL) return all_slots_taken(options_.space, options_.layout_name);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING ||
-        r->element[0]->integer < 0 ||
+        r->element[2]->type != REDIS_REPLY_STRING || r->element[0]->integer < 0 ||
         static_cast<uint64_t>(r->element[0]->integer) >= options_.space.slots()) {
       return unexpected("acquiring a worker slot");
     }
@@ -227,6 +244,7 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
           fmt::format("{}: {} holds '{}', not a time in Unix ms (edited by hand?)", described_,
                       hw_key(lease.slot), reply_text(r->element[1])));
     }
+    lease.high_water_layout = std::string(reply_text(r->element[2]));
     lease.datacenter = options_.space.datacenter_of(lease.slot);
     lease.worker = options_.space.worker_of(lease.slot);
     lease.ttl_ms = options_.ttl_ms;
@@ -240,9 +258,11 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
 
 Status RedisRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
-  const std::vector<std::string> keys = {worker_key(lease.slot), hw_key(lease.slot)};
+  const std::vector<std::string> keys = {worker_key(lease.slot), hw_key(lease.slot),
+                                         hw_layout_key(lease.slot)};
   const std::vector<std::string> args = {lease.token, std::to_string(options_.ttl_ms),
-                                         std::to_string(std::max<int64_t>(high_water_ms, 0))};
+                                         std::to_string(std::max<int64_t>(high_water_ms, 0)),
+                                         lease.high_water_layout};
   return client_.with_connection([&](RedisConnection& c) -> Status {
     Result<RedisReplyPtr> got = c.eval(kRenew, keys, args);
     if (!got.ok()) return got.status();

@@ -39,20 +39,22 @@ Result<std::unique_ptr<Lease>> SlotFileRegistry::try_take(uint64_t slot,
   if (*lock == nullptr) return std::unique_ptr<Lease>();
 
   auto mark = std::make_unique<FileHighWaterStore>(slot_mark_path(dir_, slot));
-  Result<int64_t> stored = mark->load();
+  Result<HighWaterMark> stored = mark->load_mark();
   if (!stored.ok()) return stored.status();  // the lock goes with `lock`
 
   auto lease = std::make_unique<Lease>();
   lease->slot = slot;
   lease->datacenter = options_.space.datacenter_of(slot);
   lease->worker = options_.space.worker_of(slot);
-  lease->high_water_ms = *stored;
+  lease->high_water_ms = stored->unix_ms;
+  lease->high_water_layout = stored->layout;
   lease->ttl_ms = options_.ttl_ms;
   lease->start_delay_ms = 0;  // a live holder keeps the flock; there is no one to wait out
 
   std::lock_guard guard(mu_);
   lease->token = fmt::format("{}-{}-{}", ::getpid(), slot, next_token_++);
-  held_[lease->token] = Held{std::move(lock).value(), std::move(mark), *stored};
+  held_[lease->token] =
+      Held{std::move(lock).value(), std::move(mark), stored->unix_ms, stored->layout};
   return lease;
 }
 
@@ -71,9 +73,15 @@ Status SlotFileRegistry::renew(const Lease& lease, int64_t high_water_ms) {
         fmt::format("worker lease for slot {} lost: its lock file {} was removed or replaced",
                     lease.slot, path));
   }
-  if (high_water_ms > held.stored_ms) {
-    IDFORGE_RETURN_IF_ERROR(held.mark->store(high_water_ms));
-    held.stored_ms = high_water_ms;
+  // The time never goes down; the layout is the writer's (a generator writes a new one
+  // only after starting above every ID of the old).
+  const std::string& layout =
+      lease.high_water_layout.empty() ? held.stored_layout : lease.high_water_layout;
+  if (high_water_ms > held.stored_ms || layout != held.stored_layout) {
+    const int64_t mark = std::max(high_water_ms, held.stored_ms);
+    IDFORGE_RETURN_IF_ERROR(held.mark->store_mark({mark, layout}));
+    held.stored_ms = mark;
+    held.stored_layout = layout;
   }
   return Status::Ok();
 }

@@ -43,7 +43,8 @@ class SlotFileRegistry : public WorkerRegistry {
   struct Held {
     std::unique_ptr<SlotLock> lock;
     std::unique_ptr<FileHighWaterStore> mark;
-    int64_t stored_ms = 0;  // the mark in the file, so renew writes only when it rises
+    int64_t stored_ms = 0;      // the mark in the file, so renew writes only when it rises
+    std::string stored_layout;  // ... or when the layout it was written under changes
   };
 
   const std::string dir_;

@@ -1,11 +1,14 @@
 #include "idforge/snowflake.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <thread>
 
 #include "idforge/time_format.h"
+#include "snowflake_mark.h"
 
 namespace idforge {
 namespace {
@@ -13,6 +16,18 @@ namespace {
 constexpr uint64_t kNoReserveLimit = std::numeric_limits<uint64_t>::max();
 
 std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
+
+// A clock that never steps; CLOCK_BOOTTIME also runs while the machine is suspended,
+// so a resumed machine's clock is not mistaken for a jump.
+int64_t boot_ms() {
+  timespec ts{};
+#ifdef CLOCK_BOOTTIME
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+#else
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
 
 }  // namespace
 
@@ -50,6 +65,9 @@ Result<std::unique_ptr<SnowflakeGenerator>> SnowflakeGenerator::create(Snowflake
   if (options.max_startup_wait_ms < 0) {
     return Status::InvalidArgument("max_startup_wait_ms must be >= 0");
   }
+  if (options.max_clock_step_ms < 0) {
+    return Status::InvalidArgument("max_clock_step_ms must be >= 0");
+  }
   std::unique_ptr<SnowflakeGenerator> gen(new SnowflakeGenerator(std::move(options)));
   IDFORGE_RETURN_IF_ERROR(gen->init());
   return gen;
@@ -63,7 +81,11 @@ SnowflakeGenerator::SnowflakeGenerator(SnowflakeOptions options)
       ring_ticks_(static_cast<uint64_t>(options.ring_ticks)),
       reserve_ms_(options.reserve_ms),
       startup_wait_ms_(options.max_startup_wait_ms),
+      max_step_ms_(options.max_clock_step_ms),
       clock_(options.clock ? options.clock : &default_clock()),
+      monotonic_(options.monotonic_ms       ? std::move(options.monotonic_ms)
+                 : options.clock == nullptr ? std::function<int64_t()>(boot_ms)
+                                            : nullptr),
       high_water_(options.high_water),
       store_on_next_(options.store_on_next),
       reservation_wanted_(std::move(options.reservation_wanted)),
@@ -113,13 +135,35 @@ Status SnowflakeGenerator::init() {
   if (tick_of_ms(now) > max_tick_) return time_exhausted();
 
   // The previous run may have issued any tick up to its mark: start strictly above it.
-  int64_t mark = 0;
+  HighWaterMark mark;
   if (high_water_ != nullptr) {
-    Result<int64_t> loaded = high_water_->load();
+    Result<HighWaterMark> loaded = high_water_->load_mark();
     if (!loaded.ok()) return loaded.status();
-    mark = *loaded;
+    mark = std::move(loaded).value();
   }
-  floor_tick_ = mark < layout_.epoch_ms() ? 0 : tick_of_ms(mark);
+  mark_layout_ = mark_layout_key(layout_);
+  std::string old_layout;  // described, when the mark was written under another layout
+  if (mark.unix_ms > 0 && !mark.layout.empty() && mark.layout != mark_layout_) {
+    Result<Layout> old = internal::parse_mark_layout_key(mark.layout);
+    if (!old.ok()) {
+      return Status::InvalidArgument(
+          "the high-water mark " + format_iso8601_utc(mark.unix_ms) +
+          " was written under a layout this version cannot read ('" + mark.layout +
+          "'), so it cannot tell which IDs it covers; run the version that wrote it");
+    }
+    old_layout = internal::describe_layout(*old);
+    Result<uint64_t> above = internal::first_tick_above(*old, mark.unix_ms, layout_);
+    if (!above.ok()) {
+      return Status::InvalidArgument("the layout changed from " + old_layout + " to " +
+                                     internal::describe_layout(layout_) + ": " +
+                                     above.status().message());
+    }
+    floor_tick_ = *above == 0 ? 0 : *above - 1;
+  } else {
+    // The same layout, or an unknown one (a mark of an older version, or a store that
+    // keeps no layout): the mark is read in this layout's terms, as it always was.
+    floor_tick_ = mark.unix_ms < layout_.epoch_ms() ? 0 : tick_of_ms(mark.unix_ms);
+  }
   if (floor_tick_ >= max_tick_) return time_exhausted();
   // "Tick floor_tick_ is used up", so the first ID lands on a later tick.
   const uint64_t start = (floor_tick_ << seq_bits_) | seq_mask_;
@@ -142,13 +186,7 @@ Status SnowflakeGenerator::init() {
     int64_t need_ms = layout_.unix_ms_of(first_tick) - allowed;
     clock_->wait_until_ms(need_ms, startup_wait_ms_);
     now = clock_->now_ms();
-    if (now < need_ms) {
-      return Status::Unavailable("the clock (" + format_iso8601_utc(now) + ") is " +
-                                 ms_text(need_ms - now) + " behind the high-water mark " +
-                                 format_iso8601_utc(mark) + " of an earlier run; policy " +
-                                 std::string(policy_name(policy_)) +
-                                 " will not issue IDs until it passes it");
-    }
+    if (now < need_ms) return start_refused(mark, old_layout, now, need_ms);
   }
 
   if (high_water_ == nullptr) {
@@ -156,8 +194,15 @@ Status SnowflakeGenerator::init() {
     renew_tick_.store(kNoReserveLimit, std::memory_order_release);
     return Status::Ok();
   }
+  // The clock a generator starts with is trusted: nothing else says what time it is.
+  guard_ = max_step_ms_ > 0 && monotonic_ != nullptr;
+  now = clock_->now_ms();
+  if (guard_) {
+    trust_offset_.store(now - monotonic_(), std::memory_order_relaxed);
+    trust_ceiling_ms_.store(now + max_step_ms_, std::memory_order_relaxed);
+  }
   std::lock_guard lock(slow_mu_);
-  int64_t base = std::max(clock_->now_ms(), layout_.unix_ms_of(first_tick));
+  int64_t base = std::max(now, layout_.unix_ms_of(first_tick));
   return store_mark_locked(base + reserve_ms_);
 }
 
@@ -168,8 +213,15 @@ void SnowflakeGenerator::note_clock(int64_t now_ms) {
   }
 }
 
+void SnowflakeGenerator::note_fast_clock(int64_t now_ms) {
+  note_clock(now_ms);
+  if (clock_ahead_ms_.load(std::memory_order_relaxed) != 0) {
+    clock_ahead_ms_.store(0, std::memory_order_relaxed);
+  }
+}
+
 uint64_t SnowflakeGenerator::read_tick() {
-  int64_t now = clock_->now_ms();
+  int64_t now = trusted_ms(clock_->now_ms());
   // Track the highest clock value seen, to count rollbacks. The store happens once per
   // millisecond, so the line stays shared-clean on the hot path.
   int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);
@@ -178,7 +230,7 @@ uint64_t SnowflakeGenerator::read_tick() {
   } else if (now < seen) {
     // A thread may have read the clock just before another read a later value; only a
     // second reading still behind counts as the clock stepping back.
-    int64_t again = clock_->now_precise_ms();
+    int64_t again = trusted_ms(clock_->now_precise_ms());
     if (again < seen) {
       int64_t counted = rollback_mark_.load(std::memory_order_relaxed);
       if (counted != seen &&
@@ -196,7 +248,16 @@ bool SnowflakeGenerator::wait_for_tick(uint64_t tick, int64_t max_ms) {
   if (waited_us > 0) {
     waited_us_.fetch_add(static_cast<uint64_t>(waited_us), std::memory_order_relaxed);
   }
-  return tick_of_ms(clock_->now_ms()) >= tick;
+  int64_t now = trusted_ms(clock_->now_ms());
+  const int64_t target = layout_.unix_ms_of(tick);
+  if (now < target && guard_ && clock_ahead_ms_.load(std::memory_order_relaxed) != 0 &&
+      target - now <= max_ms) {
+    // The clock jumped past the tick but the trusted time has not reached it yet.
+    std::this_thread::sleep_for(std::chrono::milliseconds(target - now));
+    waited_us_.fetch_add(static_cast<uint64_t>(target - now) * 1000, std::memory_order_relaxed);
+    now = trusted_ms(clock_->now_ms());
+  }
+  return tick_of_ms(now) >= tick;
 }
 
 Status SnowflakeGenerator::time_exhausted() const {
@@ -257,7 +318,7 @@ Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
     } else if (now_tick < tick && policy_ != RollbackPolicy::kLogical) {
       // Another thread may have read the clock after this one did and issued a later
       // tick; the state was loaded with acquire, so a fresh reading sees that tick.
-      if (uint64_t again = tick_of_ms(clock_->now_precise_ms()); again >= tick) {
+      if (uint64_t again = tick_of_ms(trusted_ms(clock_->now_precise_ms())); again >= tick) {
         now_tick = again;
         continue;
       }
@@ -284,7 +345,8 @@ Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
       const int64_t ahead_ms = static_cast<int64_t>(next_tick - now_tick) * tick_ms;
       if (policy_ == RollbackPolicy::kLogical && ahead_ms <= max_drift_ms_) {
         c = {next_tick, 0, std::min(want, seq_mask_ + 1)};
-      } else if (uint64_t fresh = tick_of_ms(clock_->now_precise_ms()); fresh > now_tick) {
+      } else if (uint64_t fresh = tick_of_ms(trusted_ms(clock_->now_precise_ms()));
+                 fresh > now_tick) {
         // This thread's reading was stale (it may have been descheduled since, or the
         // cached clock's thread starved): retry with a precise one before deciding to
         // wait or fail.
@@ -336,7 +398,7 @@ Status SnowflakeGenerator::claim_ring(uint64_t want, Claim* out) {
   uint64_t high = ring_high_.load(std::memory_order_acquire);
   bool revisit = false;
   // As in claim_linear: confirm with a precise reading before treating it as a rollback.
-  if (tick < high) tick = std::max(tick, tick_of_ms(clock_->now_precise_ms()));
+  if (tick < high) tick = std::max(tick, tick_of_ms(trusted_ms(clock_->now_precise_ms())));
   if (tick < high) {
     if (high - tick >= ring_ticks_) {
       return Status::ClockBackwards("the clock is " +
@@ -401,14 +463,14 @@ Status SnowflakeGenerator::ensure_reserved(uint64_t tick) {
     if (!lock.owns_lock() || tick < renew_tick_.load(std::memory_order_acquire)) {
       return Status::Ok();
     }
-    int64_t base = std::max(clock_->now_ms(), layout_.unix_ms_of(tick));
+    int64_t base = std::max(trusted_ms(clock_->now_ms()), layout_.unix_ms_of(tick));
     // An early renewal that fails is not fatal: the reservation still covers `tick`.
     store_mark_locked(base + reserve_ms_).ignore_error();
     return Status::Ok();
   }
   std::lock_guard lock(slow_mu_);
   if (tick <= reserved_tick_.load(std::memory_order_acquire)) return Status::Ok();
-  int64_t base = std::max(clock_->now_ms(), layout_.unix_ms_of(tick));
+  int64_t base = std::max(trusted_ms(clock_->now_ms()), layout_.unix_ms_of(tick));
   return store_mark_locked(base + reserve_ms_);
 }
 
@@ -438,7 +500,18 @@ Status SnowflakeGenerator::await_reservation(uint64_t tick) {
 }
 
 Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
-  Status st = high_water_->store(mark_ms);
+  if (guard_) {
+    // Every tick comes from a trusted reading (at most max_clock_step_ms past the
+    // trusted time) plus what logical borrows; a mark beyond that is a bug, and writing
+    // it would make a later start wait for it.
+    const int64_t limit = trusted_now_ms() + max_step_ms_ + max_drift_ms_ + reserve_ms_;
+    if (mark_ms > limit) {
+      return Status::Internal("refusing to write the high-water mark " +
+                              format_iso8601_utc(mark_ms) + ", " + ms_text(mark_ms - limit) +
+                              " past the limit of the trusted time");
+    }
+  }
+  Status st = high_water_->store_mark({mark_ms, mark_layout_});
   if (!st.ok()) {
     return Status(st.code(), "cannot store the time high-water mark: " + st.message());
   }
@@ -458,7 +531,7 @@ Status SnowflakeGenerator::renew_reservation() {
   // A generator running ahead of the clock (logical) uses up its reservation faster
   // than the clock moves: measure what is left from whichever is later.
   const int64_t last = layout_.unix_ms_of(state_.load(std::memory_order_acquire) >> seq_bits_);
-  const int64_t from = std::max(clock_->now_ms(), last);
+  const int64_t from = std::max(trusted_ms(clock_->now_ms()), last);
   if (reserved_ms_.load(std::memory_order_acquire) - from > reserve_ms_ / 2) return Status::Ok();
   return store_mark_locked(from + reserve_ms_);
 }
@@ -499,6 +572,7 @@ SnowflakeCounters SnowflakeGenerator::counters() const {
   c.failures = failures_.load(std::memory_order_relaxed);
   c.ring_revisits = ring_revisits_.load(std::memory_order_relaxed);
   c.high_water_stores = high_water_stores_.load(std::memory_order_relaxed);
+  c.clock_jumps = clock_jumps_.load(std::memory_order_relaxed);
   return c;
 }
 

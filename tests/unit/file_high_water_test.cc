@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -51,7 +52,12 @@ TEST_F(FileHighWaterTest, StoredMarkSurvivesANewStoreObject) {
 }
 
 TEST_F(FileHighWaterTest, GarbageEmptyOrOverlongFileIsAnError) {
-  for (const char* bad : {"", "\n", "12ab\n", "-5\n", "99999999999999999999\n", "1 2\n"}) {
+  for (const char* bad : {"", "\n", "12ab\n", "-5\n", "+5\n", "99999999999999999999\n", "1 2\n",
+                          // 19 digits that do not fit int64, and the first one past its maximum
+                          "9999999999999999999\n", "9223372036854775808\n",
+                          // trailing garbage, also after a good first line
+                          "1700000000000x\n", "1700000000000\ngarbage\n",
+                          "1700000000000\nlayout \n", "1700000000000\nlayout a\nmore\n"}) {
     SCOPED_TRACE(bad);
     write_raw(bad);
     FileHighWaterStore store(path_);
@@ -60,6 +66,59 @@ TEST_F(FileHighWaterTest, GarbageEmptyOrOverlongFileIsAnError) {
     EXPECT_EQ(r.status().code(), StatusCode::kIoError);
     EXPECT_NE(r.status().message().find(path_), std::string::npos);
   }
+}
+
+TEST_F(FileHighWaterTest, TheLargestInt64IsStillAMark) {
+  write_raw("9223372036854775807\n");
+  EXPECT_EQ(FileHighWaterStore(path_).load().value(), 9223372036854775807);
+}
+
+TEST_F(FileHighWaterTest, TheLayoutIsKeptAndABareNumberHasNone) {
+  const std::string layout = mark_layout_key(Layout::twitter());
+  {
+    FileHighWaterStore store(path_);
+    ASSERT_TRUE(store.store_mark({1'700'000'001'234, layout}).ok());
+  }
+  HighWaterMark mark = FileHighWaterStore(path_).load_mark().value();
+  EXPECT_EQ(mark.unix_ms, 1'700'000'001'234);
+  EXPECT_EQ(mark.layout, layout);
+  // A data dir of an older version.
+  write_raw("1700000005678\n");
+  mark = FileHighWaterStore(path_).load_mark().value();
+  EXPECT_EQ(mark.unix_ms, 1'700'000'005'678);
+  EXPECT_EQ(mark.layout, "");
+  EXPECT_FALSE(FileHighWaterStore(path_).store_mark({1, "two words"}).ok());
+}
+
+// fsync that fails on regular files or on directories only.
+int fail_file_sync(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+  errno = EIO;
+  return -1;
+}
+int fail_dir_sync(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) return 0;
+  errno = EIO;
+  return -1;
+}
+
+TEST_F(FileHighWaterTest, AFailedFsyncIsAnError) {
+  {
+    FileHighWaterStore store(path_, &fail_file_sync);
+    Status st = store.store(1'700'000'000'000);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), StatusCode::kIoError);
+    EXPECT_NE(st.message().find("fsync"), std::string::npos) << st.message();
+    // The old mark (none) is still what the file says.
+    EXPECT_EQ(FileHighWaterStore(path_).load().value(), 0);
+  }
+  FileHighWaterStore store(path_, &fail_dir_sync);
+  Status st = store.store(1'700'000'000'000);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("fsync directory " + dir_), std::string::npos) << st.message();
 }
 
 TEST_F(FileHighWaterTest, UnwritableDirectoryIsAnErrorNamingThePath) {
