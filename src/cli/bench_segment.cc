@@ -22,7 +22,7 @@ class MemorySource final : public RangeSource {
  public:
   Result<Segment> allocate(std::string_view, uint64_t step) override {
     std::lock_guard lock(mu_);
-    Segment s{next_, step, 1};
+    Segment s{next_, step, 1, {}};
     next_ += step;
     return s;
   }

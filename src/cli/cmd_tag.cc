@@ -1,5 +1,6 @@
 // `idforge tag create|list|show|set-step`: the segment-mode tags in one or more stores.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/http_get.h"
 #include "cli/segment_stores.h"
 #include "idforge/segment_store.h"
 #include "idforge/serial.h"
@@ -30,6 +32,7 @@ struct TagFlags {
   std::string description;
   std::string serial_template;
   bool json = false;
+  std::vector<std::string> servers;  // served's --server
 };
 
 // Runs `action` on every store and reports the outcome: a line on stdout per store
@@ -137,10 +140,30 @@ Result<TagSpec> spec_from(const TagFlags& flags) {
   return spec;
 }
 
+// A tag this data directory's node has served must not start again below what it
+// served: the store that lost it would hand those IDs out a second time.
+Status check_start_above_served(const TagFlags& flags, const TagSpec& spec) {
+  const std::string path = store::served_marks_path(flags.stores.data_dir);
+  Result<std::unique_ptr<store::ServedMarks>> marks = store::ServedMarks::open(path);
+  if (!marks.ok()) return marks.status();
+  for (const store::ServedMarks::Mark& m : (*marks)->all()) {
+    if (m.tag != spec.name || spec.start > m.highest) continue;
+    return Status::InvalidArgument(fmt::format(
+        "this node ({}) has served tag '{}' up to {} (store place {}); a recreated tag must "
+        "start above it: --start {} or higher (other nodes may have served more: "
+        "`idforge tag served {} --server URL...` asks each running server)",
+        flags.stores.data_dir, spec.name, m.highest, m.place, m.highest + 1, spec.name));
+  }
+  return Status::Ok();
+}
+
 int run_create(const TagFlags& flags) {
   Result<TagSpec> spec = spec_from(flags);
   if (!spec.ok()) return fail(spec.status());
+  if (Status above = check_start_above_served(flags, *spec); !above.ok()) return fail(above);
   return on_each_store(flags.stores, [&](SegmentStore& store) -> Result<std::string> {
+    // Best effort: a store that cannot tell its identity still takes the tag.
+    store::record_new_store_identity(store).ignore_error();
     IDFORGE_RETURN_IF_ERROR(store.create_tag(*spec));
     return fmt::format("created tag '{}' in {}: first ID {}, step {}", spec->name, store.describe(),
                        spec->start, spec->step);
@@ -230,6 +253,70 @@ int run_show(const TagFlags& flags) {
   });
 }
 
+// `idforge tag served NAME`: the highest number of the tag each node has served, from
+// each server's /v1/status (--server) or from this data directory's own record. A tag
+// recreated after a store lost it must start above all of them.
+int run_served(const TagFlags& flags) {
+  if (Status valid = check_name(flags); !valid.ok()) return fail(valid);
+  struct Row {
+    std::string source, place;
+    uint64_t highest = 0;
+  };
+  std::vector<Row> rows;
+  Status first_error;
+  if (flags.servers.empty()) {
+    Result<std::unique_ptr<store::ServedMarks>> marks =
+        store::ServedMarks::open(store::served_marks_path(flags.stores.data_dir));
+    if (!marks.ok()) return fail(marks.status());
+    for (const store::ServedMarks::Mark& m : (*marks)->all()) {
+      if (m.tag == flags.name) rows.push_back({flags.stores.data_dir, m.place, m.highest});
+    }
+  }
+  for (const std::string& server : flags.servers) {
+    Result<HttpGetReply> reply = http_get(server, "/v1/status", std::chrono::seconds(5));
+    Status st = reply.status();
+    if (st.ok() && reply->status != 200) {
+      st = Status::Unavailable(fmt::format("{}: /v1/status answered {}", server, reply->status));
+    }
+    if (st.ok()) {
+      auto json = nlohmann::json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+      if (json.is_discarded() || !json.contains("served") || !json["served"].is_array()) {
+        st = Status::IoError(fmt::format("{}: /v1/status has no 'served' list", server));
+      } else {
+        for (const auto& m : json["served"]) {
+          if (!m.is_object() || m.value("tag", "") != flags.name) continue;
+          Result<uint64_t> highest = parse_number(m.value("highest", ""), "highest");
+          if (highest.ok()) rows.push_back({server, m.value("place", ""), *highest});
+        }
+      }
+    }
+    if (!st.ok()) {
+      print_error(st.message());
+      if (first_error.ok()) first_error = st;
+    }
+  }
+  uint64_t top = 0;
+  for (const Row& r : rows) top = std::max(top, r.highest);
+  if (flags.json) {
+    nlohmann::ordered_json out;
+    out["tag"] = flags.name;
+    out["nodes"] = nlohmann::ordered_json::array();
+    for (const Row& r : rows) {
+      out["nodes"].push_back(
+          {{"source", r.source}, {"place", r.place}, {"highest", std::to_string(r.highest)}});
+    }
+    out["start_above"] = std::to_string(top);
+    fmt::print("{}\n", out.dump());
+  } else {
+    for (const Row& r : rows)
+      fmt::print("{}  store {}  served up to {}\n", r.source, r.place, r.highest);
+    if (rows.empty()) fmt::print("no node reports tag '{}'\n", flags.name);
+    // In store numbers: with K striped stores an ID n of store i is n * K + i.
+    fmt::print("a recreated tag must start above {}: --start {}\n", top, top + 1);
+  }
+  return first_error.ok() ? kExitOk : fail(first_error);
+}
+
 CLI::App* add_sub(CLI::App& tag, const std::string& name, const std::string& help,
                   const std::shared_ptr<TagFlags>& flags) {
   CLI::App* cmd = tag.add_subcommand(name, help);
@@ -288,6 +375,20 @@ void add_tag_command(CLI::App& app, int& exit_status) {
   set_step->add_option("N", flags->new_step, "New step, 1..1000000000");
   set_step->footer("Example:\n  idforge tag set-step order 5000");
   set_step->callback([flags, &exit_status] { exit_status = run_set_step(*flags); });
+
+  CLI::App* served =
+      add_sub(*tag, "served", "Show the highest number of a tag each node has served", flags);
+  served->add_option("NAME", flags->name, "Tag name");
+  served
+      ->add_option("--server", flags->servers,
+                   "A running server's HTTP URL (repeatable); none: this data directory's record")
+      ->type_name("URL");
+  served->add_flag("--json", flags->json, "Print a JSON object");
+  served->footer(
+      "Before recreating a tag on a store that lost it, ask every node:\n"
+      "  idforge tag served order --server http://10.0.0.1:8080 --server http://10.0.0.2:8080\n"
+      "  idforge tag create order --start N   (N above every node's answer)");
+  served->callback([flags, &exit_status] { exit_status = run_served(*flags); });
 }
 
 }  // namespace idforge::cli

@@ -35,6 +35,9 @@ void add_store_flags(CLI::App& cmd, StoreFlags& flags) {
                  "sqlite:DIR/segments.db")
       ->type_name("DIR")
       ->default_str(kDefaultDataDir);
+  cmd.add_flag("--allow-unsafe-store", flags.allow_unsafe,
+               "Issue IDs from a store whose settings can lose committed ranges (Redis without "
+               "appendfsync always, PostgreSQL with fsync off; docs/stores.md)");
 }
 
 bool store_flags_given(const CLI::App& cmd) {
@@ -47,7 +50,18 @@ Result<std::vector<OpenedStore>> open_stores(const StoreFlags& flags) {
 
 int print_segment_ids(const StoreFlags& flags, const std::string& tag, uint64_t count) {
   if (Status valid = validate_tag_name(tag); !valid.ok()) return fail(valid);
-  Result<std::vector<OpenedStore>> opened = open_stores(flags);
+  // Like the server, a one-shot run never hands out a range at or below what this data
+  // directory has served (store_guard.h).
+  if (Status dir = store::ensure_data_dir(flags.data_dir); !dir.ok()) return fail(dir);
+  Result<std::unique_ptr<store::ServedMarks>> marks =
+      store::ServedMarks::open(store::served_marks_path(flags.data_dir));
+  if (!marks.ok()) return fail(marks.status());
+  store::StoreSafety safety;
+  safety.marks = marks->get();
+  safety.max_step = kMaxDynamicStep;
+  safety.allow_unsafe = flags.allow_unsafe;
+  safety.log = [](const std::string& line) { print_error(line); };
+  Result<std::vector<OpenedStore>> opened = store::open_stores(flags.urls, flags.data_dir, safety);
   if (!opened.ok()) return fail(opened.status());
   Result<store::TagSource> source = store::tag_source(*opened, tag);
   if (!source.ok()) return fail(source.status());

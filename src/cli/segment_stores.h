@@ -19,6 +19,7 @@ inline constexpr const char* kDefaultDataDir = "./idforge-data";
 struct StoreFlags {
   std::vector<std::string> urls;  // --store, repeatable; none = SQLite in the data dir
   std::string data_dir = kDefaultDataDir;
+  bool allow_unsafe = false;  // --allow-unsafe-store (commands that issue IDs)
 };
 
 // Registers --store and --data-dir; `flags` must outlive `cmd`.

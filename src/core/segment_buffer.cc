@@ -133,12 +133,15 @@ Status SegmentBuffer::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wa
       switches_.fetch_add(1, std::memory_order_relaxed);
       return Status::Ok();
     }
-    // A store that says the tag does not exist, or has run out of numbers, will say so
-    // again: answer at once rather than after the deadline.
+    // A store that says the tag does not exist, or has run out of numbers, will most
+    // likely say so again: answer at once rather than after the deadline, but ask again
+    // once the back-off has passed (a tag an operator has recreated is served again).
     if (!fetching_ && (last_error_.code() == StatusCode::kNotFound ||
                        last_error_.code() == StatusCode::kInvalidArgument ||
                        last_error_.code() == StatusCode::kOutOfRange)) {
-      return last_error_;
+      if (Steady::now() < retry_at_) return last_error_;
+      start_fetch_locked();
+      if (!may_wait) return last_error_;  // the answer comes to a later call
     }
     // Both buffers are empty. Pin the offset at the end so callers piling up here
     // cannot push it toward the generation bits.

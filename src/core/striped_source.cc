@@ -31,7 +31,7 @@ Result<Segment> StripedSource::allocate(std::string_view tag, uint64_t step) {
                                 " has run past the 64-bit range when striped " + std::to_string(k) +
                                 " ways");
     }
-    return Segment{raw.first * k + i, raw.count, k};
+    return Segment{raw.first * k + i, raw.count, k, {}};
   }
   return Status::Unavailable("no store could allocate for tag " + std::string(tag) + ": " + errors);
 }

@@ -53,8 +53,13 @@ Status ensure_data_dir(const std::string& data_dir) {
   return Status::Ok();
 }
 
+std::string served_marks_path(const std::string& data_dir) {
+  return (fs::path(data_dir) / "segments-served").string();
+}
+
 Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& given,
-                                             const std::string& data_dir) {
+                                             const std::string& data_dir,
+                                             const StoreSafety& safety) {
   std::vector<std::string> urls = given;
   if (urls.empty()) {
     IDFORGE_RETURN_IF_ERROR(ensure_data_dir(data_dir));
@@ -81,7 +86,37 @@ Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& giv
     }
     stores.push_back(std::move(opened));
   }
+  if (safety.marks == nullptr) return stores;
+
+  GuardSettings settings;
+  settings.marks = safety.marks;
+  settings.margin = safety.margin != 0 ? safety.margin : default_failover_margin(safety.max_step);
+  settings.allow_unsafe = safety.allow_unsafe;
+  settings.log = safety.log;
+  const auto count = static_cast<uint32_t>(stores.size());
+  for (uint32_t i = 0; i < count; ++i) {
+    OpenedStore& o = stores[i];
+    if (!o.store) continue;
+    o.guard = std::make_unique<StoreGuard>(o.store.get(), i, count, settings);
+    Status checked = o.guard->check();
+    // A wrong place or an unsafe store is the operator's to fix; a store that does not
+    // answer now is checked again before its first range.
+    if (checked.code() == StatusCode::kInvalidArgument) {
+      return from_store(checked, o, stores.size());
+    }
+  }
   return stores;
+}
+
+Status record_new_store_identity(SegmentStore& store) {
+  Result<StoreIdentity> id = store.identity();
+  if (!id.ok() || id->current.empty() || !id->recorded.empty()) return id.status();
+  Result<std::vector<TagInfo>> tags = store.list_tags();
+  if (!tags.ok()) return tags.status();
+  if (!tags->empty()) return Status::Ok();  // a store in use: the guard decides
+  IdentityChange fresh;
+  fresh.adopt = kNewStorePrefix + id->current;
+  return store.adopt_identity(fresh).status();
 }
 
 Status from_store(const Status& status, const OpenedStore& opened, size_t stores) {
@@ -101,7 +136,7 @@ Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string
       Result<TagInfo> info = o.store->get_tag(tag);
       if (info.ok()) {
         out.step = std::max(out.step, info->step);
-        sources.push_back(o.store.get());
+        sources.push_back(o.guard ? static_cast<RangeSource*>(o.guard.get()) : o.store.get());
         continue;
       }
       why = info.status();

@@ -31,7 +31,7 @@ class FakeRangeSource : public RangeSource {
     steps_.push_back(step);
     const uint64_t first = it->second + 1;
     it->second += step;
-    return Segment{first, step, 1};
+    return Segment{first, step, 1, {}};
   }
 
   void add_tag(const std::string& tag, uint64_t start = 1) {

@@ -161,6 +161,15 @@ TEST(SegmentBufferTest, UnknownTagIsAClearErrorAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
 }
 
+TEST(SegmentBufferTest, ATagCreatedAfterItWasUnknownIsServed) {
+  FakeRangeSource src;
+  auto buf = make_buffer(&src, opts(10));
+  ASSERT_EQ(buf->next().status().code(), StatusCode::kNotFound);
+  // An operator creates it (or recreates it after a store lost it).
+  src.add_tag("order", 500);
+  EXPECT_TRUE(eventually([&] { return buf->next().ok(); }));
+}
+
 TEST(SegmentBufferTest, ExhaustedTagIsAClearErrorAtOnce) {
   FakeRangeSource src;
   src.add_tag("order");

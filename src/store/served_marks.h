@@ -1,0 +1,71 @@
+// ServedMarks: what this node has served of each segment tag, kept across its restarts.
+//
+// The segment guard (store_guard.h) refuses a range from a store unless it lies above
+// everything this node has served of that tag from that place, so a store that went
+// back (a promoted replica that missed writes, a restored backup, a Redis restarted
+// without its data) can never make this node repeat an ID. The marks are in the store's
+// own numbers (max_id units, before striping) and keyed by the store's place ("0/1", or
+// "1/3" for the second of three striped stores), not by its URL: a tag moved to another
+// database must still not go back. The file also remembers the identity each place had
+// when this node last saw it (StoreIdentity::current).
+//
+// record() returns only once the new mark is durable: a temporary file, fsync, rename,
+// fsync of the directory; a crash leaves the old or the new file, never a torn one. A
+// file that cannot be read as marks is an error, never "no marks". An empty path keeps
+// the marks in memory (tests, and callers that have no data directory). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idforge/status.h"
+
+namespace idforge::store {
+
+// The place of store `index` among `count` striped stores: "INDEX/COUNT".
+std::string place_name(uint32_t index, uint32_t count);
+
+class ServedMarks {
+ public:
+  // Loads `path` (absent: no marks yet). InvalidArgument for a file that is not a marks
+  // file, naming the line.
+  static Result<std::unique_ptr<ServedMarks>> open(std::string path);
+
+  // The highest number of `tag` served from `place`, 0 when none.
+  uint64_t highest(std::string_view place, std::string_view tag) const;
+  // Every tag's highest number served from `place`.
+  std::map<std::string, uint64_t, std::less<>> of_place(std::string_view place) const;
+  // Raises the mark of (place, tag) to `last` (never lowers it); durable on return.
+  Status record(std::string_view place, std::string_view tag, uint64_t last);
+
+  // The identity `place` had when this node last saw it ("" when never).
+  std::string seen_identity(std::string_view place) const;
+  Status record_identity(std::string_view place, std::string_view identity);
+
+  // All marks, for status pages: (place, tag, highest).
+  struct Mark {
+    std::string place;
+    std::string tag;
+    uint64_t highest = 0;
+  };
+  std::vector<Mark> all() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ServedMarks(std::string path) : path_(std::move(path)) {}
+  Status parse(const std::string& text);
+  Status save_locked() const;
+
+  const std::string path_;
+  mutable std::mutex mu_;
+  // place -> tag -> highest
+  std::map<std::string, std::map<std::string, uint64_t, std::less<>>, std::less<>> marks_;
+  std::map<std::string, std::string, std::less<>> identities_;  // place -> identity
+};
+
+}  // namespace idforge::store

@@ -1,0 +1,212 @@
+#include "store/store_guard.h"
+
+#include <fmt/format.h>
+
+namespace idforge::store {
+namespace {
+
+// An identity that changes again while it is being adopted is retried this often.
+constexpr int kAdoptAttempts = 3;
+
+}  // namespace
+
+const std::string kNewStorePrefix = "new:";
+
+uint64_t default_failover_margin(uint64_t max_step) {
+  return max_step * kMarginNodes * kMarginFetches;
+}
+
+StoreGuard::StoreGuard(SegmentStore* store, uint32_t index, uint32_t count, GuardSettings settings)
+    : store_(store),
+      index_(index),
+      count_(count),
+      place_(place_name(index, count)),
+      settings_(std::move(settings)) {}
+
+void StoreGuard::log(const std::string& line) const {
+  if (settings_.log) settings_.log(line);
+}
+
+std::mutex& StoreGuard::tag_mutex(std::string_view tag) {
+  std::lock_guard lock(tags_mu_);
+  auto it = tag_mu_.find(tag);
+  if (it == tag_mu_.end()) {
+    it = tag_mu_.emplace(std::string(tag), std::make_unique<std::mutex>()).first;
+  }
+  return *it->second;
+}
+
+Status StoreGuard::check() {
+  std::lock_guard lock(check_mu_);
+  Status st = check_locked();
+  std::lock_guard state(mu_);
+  check_problem_ = st.ok() ? std::string() : st.message();
+  return st;
+}
+
+Status StoreGuard::check_locked() {
+  bool prepared = false;
+  {
+    std::lock_guard state(mu_);
+    prepared = !verified_.empty();
+  }
+  if (!prepared) {
+    IDFORGE_RETURN_IF_ERROR(store_->claim_place(index_, count_));
+    Result<Durability> durable = store_->durability();
+    if (!durable.ok()) return durable.status();
+    if (!durable->safe && !settings_.allow_unsafe) {
+      return Status::InvalidArgument(fmt::format(
+          "segment store {} can lose committed ranges ({}): {}; fix the store's settings, or "
+          "accept the risk with segment.allow_unsafe_store = true (--allow-unsafe-store)",
+          store_->describe(), durable->summary, durable->risk));
+    }
+  }
+  return verify_identity_locked();
+}
+
+Status StoreGuard::verify_identity_locked() {
+  for (int attempt = 0; attempt < kAdoptAttempts; ++attempt) {
+    Result<StoreIdentity> id = store_->identity();
+    if (!id.ok()) return id.status();
+    if (id->current.empty()) {
+      return Status::Unavailable(
+          fmt::format("segment store {} did not say which history it is (its identity), so ranges "
+                      "from it cannot be checked",
+                      store_->describe()));
+    }
+    // "new:X" was recorded when the first tag was created on a new store (or on one
+    // that lost its data and got its tags back from an operator). A node that knew the
+    // store under another history must still move the tags forward; one that did not
+    // has nothing to protect.
+    const std::string seen = settings_.marks->seen_identity(place_);
+    const bool confirmed_new =
+        id->recorded == kNewStorePrefix + id->current && (seen.empty() || seen == id->current);
+    if (id->recorded == id->current || confirmed_new) {
+      IDFORGE_RETURN_IF_ERROR(settings_.marks->record_identity(place_, id->current));
+      std::lock_guard state(mu_);
+      verified_ = id->current;
+      recorded_ = id->recorded;
+      return Status::Ok();
+    }
+    IdentityChange change;
+    change.expected = id->recorded;
+    change.adopt = id->current;
+    change.margin = settings_.margin;
+    change.floors = settings_.marks->of_place(place_);
+    Result<bool> applied = store_->adopt_identity(change);
+    if (!applied.ok()) return applied.status();
+    std::lock_guard state(mu_);
+    if (!*applied) {
+      ++changes_seen_;
+      log(fmt::format("segment store {}: identity {} was adopted by another node",
+                      store_->describe(), id->current));
+    } else if (id->recorded.empty()) {
+      ++changes_;
+      log(fmt::format(
+          "segment store {}: no identity was recorded (a new, wiped or older store); recorded {} "
+          "and moved every tag forward by {} past this node's {} served tag(s)",
+          store_->describe(), id->current, settings_.margin, change.floors.size()));
+    } else {
+      ++changes_;
+      log(fmt::format(
+          "segment store {}: identity changed from {} to {} (a promoted replica, a restored "
+          "backup or lost data): moved every tag forward by {} past the store's value and this "
+          "node's highest served numbers",
+          store_->describe(), id->recorded, id->current, settings_.margin));
+    }
+  }
+  return Status::Unavailable(
+      fmt::format("segment store {}: its identity kept changing", store_->describe()));
+}
+
+Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
+  std::lock_guard tag_lock(tag_mutex(tag));
+  std::string verified;
+  {
+    std::lock_guard state(mu_);
+    verified = verified_;
+  }
+  if (verified.empty()) {
+    IDFORGE_RETURN_IF_ERROR(check());
+    std::lock_guard state(mu_);
+    verified = verified_;
+  }
+  Result<Segment> got = store_->allocate(tag, step);
+  if (!got.ok()) return got.status();
+  const Segment& seg = *got;
+
+  if (!seg.identity.empty() && seg.identity != verified) {
+    const std::string why = fmt::format(
+        "tag {}: segment store {} committed {}..{} under history {}, not the verified {} "
+        "(it failed over or was restored): the range is skipped, every tag is moved forward, "
+        "and IDs resume",
+        tag, store_->describe(), seg.first, seg.last(), seg.identity, verified);
+    {
+      std::lock_guard state(mu_);
+      ++foreign_;
+      range_problem_ = why;
+      verified_.clear();  // verify again, which applies the fleet step
+    }
+    log(why);
+    check().ignore_error();
+    return Status::Unavailable(why);
+  }
+
+  const uint64_t served = settings_.marks->highest(place_, tag);
+  if (seg.first <= served) {
+    const std::string why = fmt::format(
+        "tag {}: segment store {} handed out {}..{}, but this node has already served up to {} "
+        "from it: refused (the store went back: a failover, a restored backup or lost data); "
+        "the tag is moved past {} and served again",
+        tag, store_->describe(), seg.first, seg.last(), served, served);
+    {
+      std::lock_guard state(mu_);
+      ++refused_;
+      range_problem_ = why;
+    }
+    log(why);
+    // A changed identity moves every tag forward at once. With the same history (an
+    // operator's UPDATE, a restore over the same file) this node raises the tag to what
+    // it served, so the store is ahead again: it only ever raises.
+    {
+      std::lock_guard state(mu_);
+      verified_.clear();
+    }
+    if (check().ok()) {
+      IdentityChange raise;
+      {
+        std::lock_guard state(mu_);
+        raise.expected = raise.adopt = recorded_;  // only raises; the record stays
+      }
+      raise.floors.emplace(std::string(tag), served);
+      store_->adopt_identity(raise).status().ignore_error();
+    }
+    return Status::Unavailable(why);
+  }
+  Status recorded = settings_.marks->record(place_, tag, seg.last());
+  if (!recorded.ok()) {
+    return Status::IoError(fmt::format("tag {}: the range {}..{} was not used: {}", tag, seg.first,
+                                       seg.last(), recorded.message()));
+  }
+  {
+    std::lock_guard state(mu_);
+    range_problem_.clear();
+  }
+  return got;
+}
+
+GuardStatus StoreGuard::status() const {
+  std::lock_guard state(mu_);
+  GuardStatus s;
+  s.place = place_;
+  s.identity = verified_;
+  s.verified = !verified_.empty();
+  s.problem = check_problem_.empty() ? range_problem_ : check_problem_;
+  s.refused_ranges = refused_;
+  s.foreign_ranges = foreign_;
+  s.identity_changes = changes_;
+  s.identity_changes_seen = changes_seen_;
+  return s;
+}
+
+}  // namespace idforge::store

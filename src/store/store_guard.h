@@ -1,0 +1,110 @@
+// StoreGuard: one segment store as a RangeSource that can never make this node repeat
+// an ID, even when the store goes back (docs/stores.md, "When a store goes back").
+//
+// Two rules, one per level:
+// - This node: a range is used only if it lies above every number this node has served
+//   of that tag from this store's place (ServedMarks, kept across restarts), and only
+//   once that is durable. Anything else is refused with a clear error and counted, and
+//   the tag is not served from this store until the store is ahead again.
+// - The fleet: every range must be committed by the store history this node verified
+//   (the identity a store reports with each range: PostgreSQL's system identifier and
+//   timeline, Redis's replication id, an SQLite file's inode). When the history changed
+//   (a promoted replica, a restored backup, a Redis restarted without its data), the
+//   first node to notice moves every tag of the store past both the store's value and
+//   its own highest served number, by the failover margin, and records the new identity
+//   in one atomic step (SegmentStore::adopt_identity); the others see it recorded and go
+//   on. Ranges committed under another history than the verified one are skipped.
+//
+// check() also claims the store's place among striped stores and, unless allowed,
+// refuses a store whose settings can lose committed ranges. Thread-safe; the store and
+// the marks must outlive the guard.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "idforge/segment_store.h"
+#include "idforge/status.h"
+#include "store/served_marks.h"
+
+namespace idforge::store {
+
+// The failover margin when none is set: kMarginNodes nodes, each of which may have had
+// kMarginFetches ranges of the largest step committed during the replication lag that a
+// failover loses (its two buffers plus refills).
+inline constexpr uint64_t kMarginNodes = 16;
+inline constexpr uint64_t kMarginFetches = 4;
+uint64_t default_failover_margin(uint64_t max_step);
+
+// Recorded before the identity of a store whose first tag was just created
+// (record_new_store_identity): no node has served from it under another history.
+extern const std::string kNewStorePrefix;
+
+struct GuardSettings {
+  ServedMarks* marks = nullptr;  // required
+  uint64_t margin = 0;           // added to every tag when the store's identity changes
+  bool allow_unsafe = false;     // use a store whose durability settings can lose ranges
+  // One line per change of state (a refusal, an identity change); may be empty.
+  std::function<void(const std::string&)> log;
+};
+
+struct GuardStatus {
+  std::string place;     // "0/1"
+  std::string identity;  // the verified store history ("" until verified)
+  bool verified = false;
+  std::string problem;                 // why ranges are not taken now ("" when fine)
+  uint64_t refused_ranges = 0;         // ranges at or below what this node served
+  uint64_t foreign_ranges = 0;         // ranges committed under an unverified history
+  uint64_t identity_changes = 0;       // changes this node applied (moved tags forward)
+  uint64_t identity_changes_seen = 0;  // changes another node had applied first
+};
+
+class StoreGuard final : public RangeSource {
+ public:
+  StoreGuard(SegmentStore* store, uint32_t index, uint32_t count, GuardSettings settings);
+
+  // Claims the place, checks durability, and verifies the store's history (applying the
+  // fleet step when it changed). Cheap when nothing changed: one identity read. Returns
+  // InvalidArgument for a wrong place or an unsafe store, Unavailable when the store
+  // does not answer.
+  Status check();
+
+  // The store's next range of `tag`, guarded as above. Unavailable for a refused range
+  // (the buffer retries; the store is ahead again after the fleet step).
+  Result<Segment> allocate(std::string_view tag, uint64_t step) override;
+
+  GuardStatus status() const;
+  const std::string& place() const { return place_; }
+  SegmentStore* store() const { return store_; }
+
+ private:
+  Status check_locked();
+  Status verify_identity_locked();
+  std::mutex& tag_mutex(std::string_view tag);
+  void log(const std::string& line) const;
+
+  SegmentStore* const store_;
+  const uint32_t index_;
+  const uint32_t count_;
+  const std::string place_;
+  const GuardSettings settings_;
+
+  // Lock order: a tag's mutex, then check_mu_, then mu_.
+  std::mutex check_mu_;  // one check at a time
+  mutable std::mutex mu_;
+  std::string verified_;       // under mu_
+  std::string recorded_;       // under mu_: the store's record when verified_ was set
+  std::string check_problem_;  // under mu_: why the last check() failed
+  std::string range_problem_;  // under mu_: the last refused range, until one is taken
+  uint64_t refused_ = 0, foreign_ = 0, changes_ = 0, changes_seen_ = 0;  // under mu_
+  // One allocation per tag at a time, so check-then-record sees ranges in store order.
+  std::mutex tags_mu_;
+  std::map<std::string, std::unique_ptr<std::mutex>, std::less<>> tag_mu_;  // under tags_mu_
+};
+
+}  // namespace idforge::store

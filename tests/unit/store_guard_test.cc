@@ -1,0 +1,310 @@
+// The segment guard over an in-memory store that can go back: what this node served is
+// never handed out again, and a changed store history moves every tag forward once.
+#include "store/store_guard.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/served_marks.h"
+#include "store/store_set.h"
+
+namespace idforge::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A SegmentStore in memory whose history an operator can rewrite: roll a tag back,
+// change the identity (a failover), make it unsafe, or record another place.
+class RewindableStore final : public SegmentStore {
+ public:
+  Result<Segment> allocate(std::string_view tag, uint64_t step) override {
+    std::lock_guard lock(mu_);
+    auto it = max_.find(std::string(tag));
+    if (it == max_.end()) return unknown_tag(tag);
+    const uint64_t n = step == 0 ? 100 : step;
+    Segment seg{it->second + 1, n, 1, current_};
+    it->second += n;
+    return seg;
+  }
+  Status create_tag(const TagSpec& spec) override {
+    std::lock_guard lock(mu_);
+    max_[spec.name] = spec.start - 1;
+    return Status::Ok();
+  }
+  Result<std::vector<TagInfo>> list_tags() override { return std::vector<TagInfo>{}; }
+  Result<TagInfo> get_tag(std::string_view) override { return TagInfo{}; }
+  Status set_step(std::string_view, uint64_t) override { return Status::Ok(); }
+  std::string describe() const override { return "memory:test"; }
+  Result<StoreIdentity> identity() override {
+    std::lock_guard lock(mu_);
+    return StoreIdentity{current_, recorded_};
+  }
+  Result<bool> adopt_identity(const IdentityChange& change) override {
+    std::lock_guard lock(mu_);
+    if (recorded_ != change.expected) return false;
+    for (auto& [tag, max_id] : max_) {
+      auto floor = change.floors.find(tag);
+      if (floor != change.floors.end()) max_id = std::max(max_id, floor->second);
+      max_id += change.margin;
+    }
+    recorded_ = change.adopt;
+    ++adoptions_;
+    return true;
+  }
+  Result<Durability> durability() override {
+    Durability d;
+    d.safe = safe_;
+    d.summary = safe_ ? "fsync" : "no fsync";
+    d.risk = safe_ ? "" : "a crash loses the last writes";
+    return d;
+  }
+  Status claim_place(uint32_t index, uint32_t count) override {
+    std::lock_guard lock(mu_);
+    const std::string want = place_name(index, count);
+    if (place_.empty()) place_ = want;
+    if (place_ != want) return Status::InvalidArgument("recorded as " + place_ + ", not " + want);
+    return Status::Ok();
+  }
+
+  // What a failover to a replica that missed writes does: the tag is older, and the
+  // server is another history.
+  void go_back(const std::string& tag, uint64_t max_id, const std::string& new_identity) {
+    std::lock_guard lock(mu_);
+    max_[tag] = max_id;
+    current_ = new_identity;
+  }
+  uint64_t max_of(const std::string& tag) {
+    std::lock_guard lock(mu_);
+    return max_[tag];
+  }
+  int adoptions() {
+    std::lock_guard lock(mu_);
+    return adoptions_;
+  }
+  void set_safe(bool safe) { safe_ = safe; }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, uint64_t> max_;
+  std::string current_ = "h1";
+  std::string recorded_;
+  std::string place_;
+  int adoptions_ = 0;
+  bool safe_ = true;
+};
+
+class StoreGuardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("idforge-guard-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // What `idforge tag create` does on a new store: record its identity.
+    ASSERT_TRUE(record_new_store_identity(store_).ok());
+    TagSpec spec;
+    spec.name = "order";
+    ASSERT_TRUE(store_.create_tag(spec).ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<ServedMarks> marks(const std::string& node) {
+    auto m = ServedMarks::open((dir_ / (node + ".served")).string());
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    return std::move(m).value();
+  }
+  GuardSettings settings(ServedMarks* m, uint64_t margin = 1000) {
+    GuardSettings s;
+    s.marks = m;
+    s.margin = margin;
+    s.log = [this](const std::string& line) { logged_.push_back(line); };
+    return s;
+  }
+
+  fs::path dir_;
+  RewindableStore store_;
+  std::vector<std::string> logged_;
+};
+
+TEST_F(StoreGuardTest, ServedMarksSurviveAReopenAndNeverGoDown) {
+  {
+    auto m = marks("a");
+    ASSERT_TRUE(m->record("0/1", "order", 500).ok());
+    ASSERT_TRUE(m->record("0/1", "order", 300).ok());  // lower: ignored
+    ASSERT_TRUE(m->record_identity("0/1", "pg:1/tl:2").ok());
+  }
+  auto again = marks("a");
+  EXPECT_EQ(again->highest("0/1", "order"), 500u);
+  EXPECT_EQ(again->highest("1/2", "order"), 0u);
+  EXPECT_EQ(again->seen_identity("0/1"), "pg:1/tl:2");
+}
+
+TEST_F(StoreGuardTest, AMarksFileThatIsNotOneIsAnErrorNotEmpty) {
+  for (const std::string text : {"", "garbage\n", "idforge-served-marks 1\nmark 0/1 order x\n",
+                                 "idforge-served-marks 1\nmark 0/1 order 99999999999999999999\n",
+                                 "idforge-served-marks 1\nmark 0/1 order 5 extra\n"}) {
+    std::ofstream(dir_ / "bad.served") << text;
+    auto m = ServedMarks::open((dir_ / "bad.served").string());
+    EXPECT_FALSE(m.ok()) << "accepted: " << text;
+  }
+}
+
+TEST_F(StoreGuardTest, ARangeAtOrBelowWhatThisNodeServedIsRefusedAcrossRestarts) {
+  {
+    auto m = marks("a");
+    StoreGuard guard(&store_, 0, 1, settings(m.get()));
+    Result<Segment> first = guard.allocate("order", 100);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    EXPECT_EQ(first->first, 1u);
+    EXPECT_EQ(first->last(), 100u);
+  }
+  // The store forgets the range but says it is the same history (an operator's UPDATE,
+  // a restore over the same file): only the node's own record can catch it. The node
+  // restarted in between.
+  store_.go_back("order", 0, "h1");
+  auto m = marks("a");
+  StoreGuard guard(&store_, 0, 1, settings(m.get()));
+  Result<Segment> again = guard.allocate("order", 60);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(again.status().message().find("already served up to 100"), std::string::npos)
+      << again.status().message();
+  EXPECT_EQ(guard.status().refused_ranges, 1u);
+  EXPECT_FALSE(guard.status().problem.empty());
+  ASSERT_FALSE(logged_.empty());
+  // The node raised the tag to what it served: the next range is above it.
+  EXPECT_EQ(store_.max_of("order"), 100u);
+  Result<Segment> past = guard.allocate("order", 60);
+  ASSERT_TRUE(past.ok()) << past.status().to_string();
+  EXPECT_EQ(past->first, 101u);
+  EXPECT_EQ(guard.status().problem, "");
+}
+
+TEST_F(StoreGuardTest, AStoreWithTagsButNoRecordedIdentityIsMovedForwardByTheMargin) {
+  RewindableStore wiped;  // e.g. a Redis that lost everything, tag recreated at 1
+  TagSpec spec;
+  spec.name = "order";
+  ASSERT_TRUE(wiped.create_tag(spec).ok());
+  auto m = marks("a");
+  ASSERT_TRUE(m->record("0/1", "order", 700).ok());  // served before the loss
+  StoreGuard guard(&wiped, 0, 1, settings(m.get(), /*margin=*/1000));
+  Result<Segment> got = guard.allocate("order", 10);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->first, 1701u);
+  EXPECT_EQ(guard.status().identity_changes, 1u);
+}
+
+TEST_F(StoreGuardTest, AChangedHistoryMovesEveryTagForwardOnceForTheWholeFleet) {
+  auto ma = marks("a");
+  auto mb = marks("b");
+  StoreGuard a(&store_, 0, 1, settings(ma.get()));
+  StoreGuard b(&store_, 0, 1, settings(mb.get()));
+  ASSERT_TRUE(a.allocate("order", 100).ok());  // a: 1..100
+  ASSERT_TRUE(b.allocate("order", 100).ok());  // b: 101..200
+  ASSERT_TRUE(b.allocate("order", 100).ok());  // b: 201..300
+  // Failover to a replica that had only seen a's range; b's two ranges are lost.
+  store_.go_back("order", 100, "h2");
+
+  // a notices first: the range 101..200 is committed by a history it did not verify
+  // (and is above a's own mark, so only the history check stops a repeat of b's IDs).
+  Result<Segment> skipped = a.allocate("order", 100);
+  ASSERT_FALSE(skipped.ok());
+  EXPECT_EQ(a.status().foreign_ranges, 1u);
+  EXPECT_EQ(store_.adoptions(), 2);  // tag create recorded h1; a adopted h2
+  Result<Segment> next_a = a.allocate("order", 100);
+  ASSERT_TRUE(next_a.ok()) << next_a.status().to_string();
+  EXPECT_GT(next_a->first, 300u);  // above everything b served
+
+  // b sees the change already adopted and goes on, above its own IDs.
+  Result<Segment> stale = b.allocate("order", 100);
+  ASSERT_FALSE(stale.ok());
+  Result<Segment> next_b = b.allocate("order", 100);
+  ASSERT_TRUE(next_b.ok()) << next_b.status().to_string();
+  EXPECT_GT(next_b->first, 300u);
+  EXPECT_EQ(store_.adoptions(), 2);
+  EXPECT_EQ(a.status().identity_changes, 1u);
+  EXPECT_EQ(b.status().identity_changes, 0u);
+  EXPECT_EQ(b.status().identity, "h2");
+}
+
+TEST_F(StoreGuardTest, AStoreThatLostItsDataAndGotItsTagBackIsMovedForwardByANodeThatKnewIt) {
+  auto ma = marks("a");
+  StoreGuard a(&store_, 0, 1, settings(ma.get()));
+  ASSERT_TRUE(a.allocate("order", 100).ok());  // 1..100
+  // The store loses everything; an operator recreates the tag at 1 on the empty store,
+  // which records it as new under its new history.
+  RewindableStore wiped;
+  wiped.go_back("order", 0, "h2");
+  ASSERT_TRUE(record_new_store_identity(wiped).ok());
+  StoreGuard again(&wiped, 0, 1, settings(ma.get(), /*margin=*/1000));
+  Result<Segment> got = again.allocate("order", 100);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->first, 1101u);  // past a's 100, plus the margin for the others
+  EXPECT_EQ(again.status().identity_changes, 1u);
+}
+
+TEST_F(StoreGuardTest, TheNoticingNodeMovesPastItsOwnHighestServedEvenWithoutMargin) {
+  auto ma = marks("a");
+  StoreGuard a(&store_, 0, 1, settings(ma.get(), /*margin=*/0));
+  ASSERT_TRUE(a.allocate("order", 100).ok());
+  ASSERT_TRUE(a.allocate("order", 100).ok());  // 101..200
+  store_.go_back("order", 50, "h2");
+  EXPECT_FALSE(a.allocate("order", 100).ok());
+  EXPECT_EQ(store_.max_of("order"), 200u);  // the floor: a's own highest served
+  Result<Segment> next = a.allocate("order", 100);
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(next->first, 201u);
+}
+
+TEST_F(StoreGuardTest, AnUnsafeStoreIsRefusedUnlessAllowed) {
+  store_.set_safe(false);
+  auto m = marks("a");
+  StoreGuard refused(&store_, 0, 1, settings(m.get()));
+  Status st = refused.check();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.to_string();
+  EXPECT_NE(st.message().find("allow_unsafe_store"), std::string::npos) << st.message();
+  EXPECT_FALSE(refused.allocate("order", 10).ok());
+  GuardSettings allowed = settings(m.get());
+  allowed.allow_unsafe = true;
+  StoreGuard accepted(&store_, 0, 1, allowed);
+  EXPECT_TRUE(accepted.check().ok());
+}
+
+TEST_F(StoreGuardTest, AStoreListedAtAnotherPlaceIsRefused) {
+  auto m = marks("a");
+  StoreGuard first(&store_, 0, 2, settings(m.get()));
+  ASSERT_TRUE(first.check().ok());
+  StoreGuard moved(&store_, 1, 2, settings(m.get()));
+  EXPECT_EQ(moved.check().code(), StatusCode::kInvalidArgument);
+  StoreGuard fewer(&store_, 0, 1, settings(m.get()));
+  EXPECT_EQ(fewer.check().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StoreGuardTest, ConcurrentAllocationsOfOneTagAreNeverRefused) {
+  auto m = marks("a");
+  StoreGuard guard(&store_, 0, 1, settings(m.get()));
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        if (!guard.allocate("order", 10).ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(m->highest("0/1", "order"), 1600u);
+}
+
+}  // namespace
+}  // namespace idforge::store
