@@ -129,6 +129,8 @@ std::string status_json(IdService& service) {
                    {"rollbacks", s.counters.rollbacks},
                    {"waited_ms", s.counters.waited_ms},
                    {"time_left_ms", s.time_left_ms}};
+  json["clock"]["reserved_ahead_ms"] = s.reserved_ahead_ms;
+  json["clock"]["reservation_error"] = s.reservation_error;
   json["fenced"] = s.fenced;
   Json tags = Json::array();
   for (const TagStatus& tag : s.tags) {
@@ -145,8 +147,20 @@ std::string status_json(IdService& service) {
     item["last_error"] = tag.stats.last_error;
     tags.push_back(std::move(item));
   }
-  json["segments"] = {
-      {"ok", s.segments_ok}, {"error", s.segments_error}, {"tags", std::move(tags)}};
+  Json stores = Json::array();
+  for (const StoreStatus& store : s.stores) {
+    stores.push_back({{"store", store.store},
+                      {"up", store.up},
+                      {"error", store.error},
+                      {"probed_ms_ago", store.probed_ms_ago},
+                      {"probing_ms", store.probing ? store.probing_ms : 0}});
+  }
+  json["segments"] = {{"ok", s.segments_ok},
+                      {"error", s.segments_error},
+                      {"tags", std::move(tags)},
+                      {"stores", std::move(stores)}};
+  auto part = [](const PartReadiness& r) { return Json{{"ready", r.ready}, {"why", r.why}}; };
+  json["ready"] = {{"snowflake", part(s.snowflake_ready)}, {"segments", part(s.segments_ready)}};
   json["ids"] = {{"snowflake", metrics.ids(IdKind::kSnowflake)},
                  {"segment", metrics.ids(IdKind::kSegment)},
                  {"uuid7", metrics.ids(IdKind::kUuid7)},

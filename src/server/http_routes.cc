@@ -316,10 +316,16 @@ RouteOutcome metrics(Call& c) {
 
 RouteOutcome healthz(Call& c) { return reply(c, 200, kTextType, "ok\n"); }
 
+// ?part=snowflake or ?part=segments asks about one part, so a balancer that sends only
+// Snowflake traffic keeps a node whose segment store is down.
 RouteOutcome readyz(Call& c) {
-  std::string why;
-  if (c.service.ready(&why)) return reply(c, 200, kTextType, "ready\n");
-  return reply(c, 503, kTextType, "not ready: " + why + "\n");
+  Result<std::string_view> name = param(c.s.query, "part");
+  if (!name.ok()) return fail(c, name.status());
+  Result<ServicePart> part = parse_service_part(*name);
+  if (!part.ok()) return fail(c, part.status());
+  const PartReadiness r = c.service.readiness(*part);
+  if (r.ready) return reply(c, 200, kTextType, "ready\n");
+  return reply(c, 503, kTextType, "not ready: " + r.why + "\n");
 }
 
 // --- admin ---

@@ -1,8 +1,21 @@
 // IdService: everything the server hands out, behind one facade the protocol adapters
-// call (DESIGN.md section 6). It owns the Snowflake generator on a worker-id lease (and
-// takes a new lease if the old one is lost), one SegmentBuffer per tag over the segment
-// store(s), the UUIDv7 and ULID generators, and the metrics. No protocol code lives
-// here; no ID logic lives in the adapters.
+// call. No protocol code lives here; no ID logic lives in the adapters. It is made of
+// parts that each run on their own, so that one backend in trouble holds up only what
+// needs it:
+//
+//   SnowflakePart (service_snowflake.h): the worker-id lease, its keeper, the generator
+//     and its own thread that renews the time high-water mark and replaces a lost lease.
+//     It never waits on a segment store.
+//   SegmentPart (service_segments.h): the segment stores, one prober thread per store,
+//     one double buffer per tag loaded under that tag's own lock, and the admin calls.
+//     It never waits on the coordinator.
+//   Readiness (service_health.h): what /readyz and /v1/status say, per part, from the
+//     parts' own state (atomics and short locks; no backend call).
+//   UUIDv7 and ULID generators and the metrics, which need no backend at all.
+//
+// Locks: the facade has none of its own. Each part documents its locks and their order
+// in its header; no lock is held across parts (a part never calls another while holding
+// one of its locks), so there is no order between parts' locks.
 //
 // Thread-safety: every method may be called from any thread. Methods marked "never
 // blocks" are for I/O threads; the others may wait on a store or coordinator and run
@@ -67,6 +80,27 @@ struct TagStatus {
   SegmentBufferStats stats;
 };
 
+// Whether one part of the service can do its work now, and if not, why.
+struct PartReadiness {
+  bool ready = false;
+  std::string why;  // empty when ready
+};
+
+// The parts /readyz can be asked about.
+enum class ServicePart { kAll, kSnowflake, kSegments };
+// "" or "all", "snowflake", "segments"; InvalidArgument naming the choices otherwise.
+Result<ServicePart> parse_service_part(std::string_view name);
+
+// One segment store as its prober last saw it.
+struct StoreStatus {
+  std::string store;           // the store's own description (URL without a password)
+  bool up = false;             // answered its last probe (or the last call that reached it)
+  std::string error;           // why not, when !up
+  int64_t probed_ms_ago = -1;  // since its last probe finished; -1 before the first
+  bool probing = false;        // a probe is waiting on the store now
+  int64_t probing_ms = 0;      // for how long, when probing
+};
+
 struct ServiceStatus {
   std::string layout_label;
   std::string layout_spec;
@@ -82,10 +116,18 @@ struct ServiceStatus {
   int64_t clock_offset_ms = 0;  // how far the last issued tick runs ahead of the clock
   SnowflakeCounters counters;
   int64_t time_left_ms = 0;  // until the layout's time field runs out
+  // How far the stored time high-water mark runs ahead of the last issued tick (or the
+  // clock, if later); IDs past it wait for the Snowflake part's thread to renew it.
+  int64_t reserved_ahead_ms = 0;
+  std::string reservation_error;  // of the last renewal that failed; "" when it succeeded
   // Segments.
-  bool segments_ok = false;  // the store answered the last time it was asked
+  bool segments_ok = false;  // the segment part is ready (some store answers)
   std::string segments_error;
-  std::vector<TagStatus> tags;  // tags with buffers (requested since start)
+  std::vector<StoreStatus> stores;  // in the order configured
+  std::vector<TagStatus> tags;      // tags with buffers (requested since start)
+  // Readiness per part, as /readyz?part=... answers it.
+  PartReadiness snowflake_ready;
+  PartReadiness segments_ready;
   int64_t uptime_ms = 0;
 };
 
@@ -139,8 +181,12 @@ class IdService {
 
   // Never blocks (reads atomics and takes short locks).
   ServiceStatus status() const;
-  // Ready = holds a lease that is not fenced, and the segment store answered last time.
+  // Ready = every part is: Snowflake holds a lease in state held, is not fenced and
+  // keeps its time reservation renewed; segments have a store that answered its last
+  // probe. `why` gets the reasons of the parts that are not. Never blocks.
   bool ready(std::string* why) const;
+  // One part's readiness (kAll: the same as ready()). Never blocks.
+  PartReadiness readiness(ServicePart part) const;
 
  private:
   struct Impl;

@@ -298,6 +298,47 @@ TEST_F(HttpRoutesTest, MetricsHealthAndReadiness) {
   EXPECT_THAT(gone.body, StartsWith("not ready: "));
 }
 
+// Each part answers for itself: /readyz?part=..., and the same in /v1/status.
+TEST_F(HttpRoutesTest, ReadinessIsToldPerPart) {
+  for (const char* target :
+       {"/readyz?part=snowflake", "/readyz?part=segments", "/readyz?part=all", "/readyz?part="}) {
+    Response r = one_get(target);
+    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
+    EXPECT_EQ(r.body, "ready\n") << target;
+  }
+  Response bad = one_get("/readyz?part=coffee");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.error_code(), "invalid_argument");
+
+  Json j = one_get("/v1/status").json();
+  EXPECT_EQ(j["ready"]["snowflake"]["ready"], true);
+  EXPECT_EQ(j["ready"]["snowflake"]["why"], "");
+  EXPECT_EQ(j["ready"]["segments"]["ready"], true);
+  ASSERT_EQ(j["segments"]["stores"].size(), 1u);
+  Json store = j["segments"]["stores"][0];
+  EXPECT_EQ(store["up"], true);
+  EXPECT_EQ(store["error"], "");
+  EXPECT_THAT(store["store"].get<std::string>(), HasSubstr("sqlite:"));
+  EXPECT_GE(store["probed_ms_ago"].get<int64_t>(), 0);
+  EXPECT_GT(j["clock"]["reserved_ahead_ms"].get<int64_t>(), 0);
+  EXPECT_EQ(j["clock"]["reservation_error"], "");
+
+  // A stopped node is fenced: not ready for Snowflake, while its segment store still
+  // answers, and the overall answer names the part.
+  ASSERT_TRUE(service_->stop().ok());
+  Response snowflake = one_get("/readyz?part=snowflake");
+  EXPECT_EQ(snowflake.status, 503);
+  EXPECT_THAT(snowflake.body, HasSubstr("worker-id lease is stopped"));
+  EXPECT_EQ(one_get("/readyz?part=segments").status, 200);
+  Response all = one_get("/readyz");
+  EXPECT_EQ(all.status, 503);
+  EXPECT_THAT(all.body, StartsWith("not ready: worker-id lease is stopped"));
+  j = one_get("/v1/status").json();
+  EXPECT_EQ(j["ready"]["snowflake"]["ready"], false);
+  EXPECT_THAT(j["ready"]["snowflake"]["why"].get<std::string>(), HasSubstr("stopped"));
+  EXPECT_EQ(j["ready"]["segments"]["ready"], true);
+}
+
 TEST_F(HttpRoutesTest, AdminRoutesDoNotExistWithoutAToken) {
   EXPECT_EQ(one_get("/v1/admin/tags").status, 404);
   EXPECT_EQ(one(get("/v1/admin/worker", "Authorization: Bearer \r\n")).status, 404);

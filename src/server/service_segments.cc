@@ -1,0 +1,345 @@
+#include "server/service_segments.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace idforge::server {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// A name no tag can have: probing it costs the store one indexed lookup and answers
+// NotFound when the store is up.
+constexpr std::string_view kProbeTag = "idforge.probe";
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch())
+      .count();
+}
+
+// NotFound, InvalidArgument and AlreadyExists are answers: the store is up.
+bool store_answered(const Status& status) {
+  return status.ok() || status.code() == StatusCode::kNotFound ||
+         status.code() == StatusCode::kInvalidArgument ||
+         status.code() == StatusCode::kAlreadyExists;
+}
+
+}  // namespace
+
+SegmentPart::SegmentPart(std::vector<store::OpenedStore> stores, SegmentPartOptions options)
+    : stores_(std::move(stores)), options_(options) {
+  for (size_t i = 0; i < stores_.size(); ++i) health_.push_back(std::make_unique<StoreHealth>());
+  MutexLock lock(tags_mu_);
+  publish_locked(TagMap{});
+}
+
+std::unique_ptr<SegmentPart> SegmentPart::start(std::vector<store::OpenedStore> stores,
+                                                SegmentPartOptions options) {
+  std::unique_ptr<SegmentPart> part(new SegmentPart(std::move(stores), options));
+  // The first probes before the service answers, so /readyz is right from the start.
+  // A store that is down is not fatal: Snowflake, UUID and ULID still work, /readyz says
+  // why segments do not, and the store is probed again.
+  for (size_t i = 0; i < part->stores_.size(); ++i) part->probe_store(i);
+  for (size_t i = 0; i < part->stores_.size(); ++i) {
+    part->probers_.emplace_back([p = part.get(), i] { p->prober(i); });
+  }
+  return part;
+}
+
+SegmentPart::~SegmentPart() { stop(); }
+
+void SegmentPart::stop() {
+  {
+    MutexLock lock(run_mu_);
+    stopping_ = true;
+  }
+  run_cv_.notify_all();
+  for (std::thread& t : probers_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+// --- stores and their health ---
+
+void SegmentPart::probe_store(size_t index) {
+  StoreHealth& h = *health_[index];
+  const store::OpenedStore& o = stores_[index];
+  h.probing_since_ms.store(steady_ms(), std::memory_order_release);
+  const Status answer = o.store ? o.store->get_tag(kProbeTag).status() : o.error;
+  h.probing_since_ms.store(0, std::memory_order_release);
+  note_store(index, answer);
+}
+
+void SegmentPart::prober(size_t index) {
+  uint64_t seen_round = 0;
+  {
+    MutexLock lock(run_mu_);
+    seen_round = probe_round_;
+  }
+  while (true) {
+    {
+      MutexLock lock(run_mu_);
+      const auto until = Steady::now() + options_.probe_every;
+      while (!stopping_ && probe_round_ == seen_round && lock.wait_until(run_cv_, until)) {
+      }
+      if (stopping_) return;
+      seen_round = probe_round_;
+    }
+    probe_store(index);
+  }
+}
+
+void SegmentPart::probe_soon() {
+  {
+    MutexLock lock(run_mu_);
+    ++probe_round_;
+  }
+  run_cv_.notify_all();
+}
+
+void SegmentPart::note_store(size_t index, const Status& status) {
+  StoreHealth& h = *health_[index];
+  const bool up = store_answered(status);
+  MutexLock lock(h.mu);
+  h.up.store(up, std::memory_order_release);
+  h.error = up ? "" : store::from_store(status, stores_[index], stores_.size()).message();
+  h.probed_at_ms = steady_ms();
+}
+
+void SegmentPart::note_request(const Status& status) {
+  if (!store_answered(status)) probe_soon();
+}
+
+std::string SegmentPart::store_name(size_t index) const {
+  const store::OpenedStore& o = stores_[index];
+  return o.store ? o.store->describe() : o.url;
+}
+
+bool SegmentPart::store_up(size_t index, int64_t now_ms, std::string* why) const {
+  const StoreHealth& h = *health_[index];
+  const int64_t since = h.probing_since_ms.load(std::memory_order_acquire);
+  if (since != 0 && now_ms - since >= options_.probe_stuck_after.count()) {
+    *why = fmt::format("{}{} has not answered a probe for {} ms", *why, store_name(index),
+                       now_ms - since);
+    return false;
+  }
+  if (h.up.load(std::memory_order_acquire)) return true;
+  MutexLock lock(h.mu);
+  *why += h.error;
+  return false;
+}
+
+std::vector<StoreStatus> SegmentPart::stores() const {
+  std::vector<StoreStatus> out;
+  const int64_t now = steady_ms();
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    const StoreHealth& h = *health_[i];
+    StoreStatus s;
+    s.store = store_name(i);
+    s.up = store_up(i, now, &s.error);
+    if (const int64_t since = h.probing_since_ms.load(std::memory_order_acquire); since != 0) {
+      s.probing = true;
+      s.probing_ms = now - since;
+    }
+    MutexLock lock(h.mu);
+    s.probed_ms_ago = h.probed_at_ms < 0 ? -1 : now - h.probed_at_ms;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+PartReadiness SegmentPart::readiness() const {
+  if (stores_.empty()) return PartReadiness{false, "no segment store configured"};
+  const int64_t now = steady_ms();
+  std::string down;
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    if (!down.empty()) down += "; ";
+    if (store_up(i, now, &down)) return PartReadiness{true, ""};
+  }
+  return PartReadiness{false, "segment store unavailable: " + down};
+}
+
+// --- tags ---
+
+void SegmentPart::publish_locked(TagMap next) {
+  maps_.push_back(std::make_unique<TagMap>(std::move(next)));
+  tags_.store(maps_.back().get(), std::memory_order_release);
+}
+
+SegmentPart::TagEntry* SegmentPart::find(std::string_view tag) const {
+  const TagMap* map = tags_.load(std::memory_order_acquire);
+  auto it = map->find(tag);
+  return it == map->end() ? nullptr : it->second;
+}
+
+Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::string& name) {
+  Result<store::TagSource> source = store::tag_source(stores_, name);
+  if (stores_.size() == 1) note_store(0, source.status());
+  if (!source.ok()) return source.status();
+
+  auto entry = std::make_unique<TagEntry>();
+  entry->source = std::move(source).value();
+  SegmentBufferOptions options;
+  options.tag = name;
+  options.min_step = entry->source.step;
+  options.max_step = std::max(entry->source.step, options_.max_step);
+  options.wait_ms = options_.wait_ms;
+  Result<std::unique_ptr<SegmentBuffer>> buffer =
+      SegmentBuffer::create(entry->source.source, options);
+  if (!buffer.ok()) return buffer.status();
+  entry->buffer = std::move(buffer).value();
+  for (store::OpenedStore& o : stores_) {
+    if (!o.store) continue;
+    Result<TagInfo> info = o.store->get_tag(name);
+    if (!info.ok() || info->serial_template.empty()) continue;
+    Result<SerialTemplate> parsed = SerialTemplate::parse(info->serial_template);
+    if (parsed.ok()) entry->serial = std::move(parsed).value();
+    break;
+  }
+  return entry;
+}
+
+Result<SegmentPart::TagEntry*> SegmentPart::entry_for(std::string_view tag) {
+  if (TagEntry* found = find(tag)) return found;
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
+  const std::string name(tag);
+  std::shared_ptr<TagLoad> load;
+  {
+    MutexLock lock(tags_mu_);
+    std::shared_ptr<TagLoad>& slot = loads_[name];
+    if (!slot) slot = std::make_shared<TagLoad>();
+    load = slot;
+  }
+  // set_step drops a tag so that it is built again with the new step; a load that
+  // read the old step before that must not publish over it.
+  const uint64_t steps_seen = steps_changed_.load(std::memory_order_acquire);
+  Result<TagEntry*> result = static_cast<TagEntry*>(nullptr);  // set below
+  {
+    MutexLock loading(load->mu);
+    if (TagEntry* found = find(tag)) return found;  // loaded while we waited
+    Result<std::unique_ptr<TagEntry>> made = load_tag(name);
+    if (!made.ok()) {
+      note_request(made.status());
+      result = made.status();
+    } else {
+      MutexLock lock(tags_mu_);
+      TagMap next = *tags_.load(std::memory_order_acquire);
+      // A load that began before set_step dropped the tag may race a newer one: the
+      // entry published first is the one every request uses.
+      if (auto it = next.find(name); it != next.end()) {
+        result = it->second;
+      } else if (steps_changed_.load(std::memory_order_acquire) != steps_seen) {
+        entries_.push_back(std::move(made).value());  // this request only; kept alive
+        result = entries_.back().get();
+      } else {
+        next[name] = made->get();
+        entries_.push_back(std::move(made).value());
+        publish_locked(std::move(next));
+        result = entries_.back().get();
+      }
+    }
+  }
+  // The load is over either way; waiters still hold their own reference to it.
+  MutexLock lock(tags_mu_);
+  if (auto it = loads_.find(name); it != loads_.end() && it->second == load) loads_.erase(it);
+  return result;
+}
+
+Result<size_t> SegmentPart::try_next(std::string_view tag, std::span<uint64_t> out) const {
+  TagEntry* entry = find(tag);
+  if (entry == nullptr) {
+    IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
+    return size_t{0};  // first use of the tag: the store must be asked
+  }
+  return entry->buffer->try_next_batch(out);
+}
+
+Status SegmentPart::next(std::string_view tag, std::span<uint64_t> out) {
+  Result<TagEntry*> entry = entry_for(tag);
+  if (!entry.ok()) return entry.status();
+  Status made = (*entry)->buffer->next_batch(out);
+  if (!made.ok()) note_request(made);
+  return made;
+}
+
+Result<std::string> SegmentPart::serial(std::string_view tag, int64_t unix_ms,
+                                        const TimeZone& zone) {
+  Result<TagEntry*> entry = entry_for(tag);
+  if (!entry.ok()) return entry.status();
+  if (!(*entry)->serial) {
+    return Status::InvalidArgument(
+        fmt::format("tag '{}' has no serial template; create it with "
+                    "`idforge tag create {} --template 'PREFIX{{yyyyMMdd}}{{seq:08}}'`",
+                    tag, tag));
+  }
+  Result<uint64_t> seq = (*entry)->buffer->next();
+  if (!seq.ok()) {
+    note_request(seq.status());
+    return seq.status();
+  }
+  return (*entry)->serial->format(*seq, unix_ms, zone);
+}
+
+std::vector<TagStatus> SegmentPart::tags() const {
+  std::vector<TagStatus> out;
+  const TagMap* map = tags_.load(std::memory_order_acquire);
+  for (const auto& [name, entry] : *map) out.push_back({name, entry->buffer->stats()});
+  return out;
+}
+
+// --- admin ---
+
+Result<TagInfo> SegmentPart::create_tag(const TagSpec& spec) {
+  MutexLock admin(admin_mu_);
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    store::OpenedStore& o = stores_[i];
+    if (!o.store) return store::from_store(o.error, o, stores_.size());
+    Status made = o.store->create_tag(spec);
+    note_store(i, made);
+    if (!made.ok()) return store::from_store(made, o, stores_.size());
+  }
+  return stores_.front().store->get_tag(spec.name);
+}
+
+Result<std::vector<TagInfo>> SegmentPart::list_tags() {
+  MutexLock admin(admin_mu_);
+  Status last = Status::Unavailable("no segment store could be reached");
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    store::OpenedStore& o = stores_[i];
+    if (!o.store) continue;
+    Result<std::vector<TagInfo>> tags = o.store->list_tags();
+    note_store(i, tags.status());
+    if (tags.ok()) return tags;
+    last = store::from_store(tags.status(), o, stores_.size());
+  }
+  return last;
+}
+
+Result<TagInfo> SegmentPart::set_step(std::string_view tag, uint64_t step) {
+  IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
+  IDFORGE_RETURN_IF_ERROR(validate_step(step));
+  MutexLock admin(admin_mu_);
+  for (size_t i = 0; i < stores_.size(); ++i) {
+    store::OpenedStore& o = stores_[i];
+    if (!o.store) return store::from_store(o.error, o, stores_.size());
+    Status set = o.store->set_step(tag, step);
+    note_store(i, set);
+    if (!set.ok()) return store::from_store(set, o, stores_.size());
+  }
+  // The tag's buffer was sized for the old step: drop it from the map (requests in
+  // flight finish on it) so the next request builds one with the new step.
+  {
+    MutexLock lock(tags_mu_);
+    TagMap next = *tags_.load(std::memory_order_acquire);
+    steps_changed_.fetch_add(1, std::memory_order_acq_rel);
+    if (auto it = next.find(tag); it != next.end()) {
+      next.erase(it);
+      publish_locked(std::move(next));
+    }
+  }
+  return stores_.front().store->get_tag(tag);
+}
+
+}  // namespace idforge::server

@@ -1,0 +1,229 @@
+#include "server/service_snowflake.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace idforge::server {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// How often the thread looks at the reservation and the lease when no request asks.
+// The generator renews only when less than half its reserve is left, so most rounds
+// cost nothing.
+constexpr auto kTick = std::chrono::milliseconds(100);
+constexpr auto kReacquireBackoff = std::chrono::seconds(1);
+// How far the stored mark runs ahead of issued IDs (the generator's default).
+const int64_t kReserveMs = SnowflakeOptions{}.reserve_ms;
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch())
+      .count();
+}
+
+int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// How far the stored mark is ahead of what the generator needs next (the clock, or the
+// last issued tick when that is later). Large when there is no store (nothing to run out).
+int64_t reserved_ahead_ms(const SnowflakeGenerator& gen) {
+  const int64_t reserved = gen.reserved_until_ms();
+  if (reserved == 0) return INT64_MAX / 2;  // no store: no reservation to run out
+  return reserved - std::max(now_unix_ms(), gen.last_unix_ms());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SnowflakePart>> SnowflakePart::start(const ServiceConfig& config,
+                                                            std::string identity) {
+  std::unique_ptr<SnowflakePart> part(new SnowflakePart(config, std::move(identity)));
+  IDFORGE_RETURN_IF_ERROR(part->open_lease());
+  part->thread_ = std::thread([p = part.get()] { p->run(); });
+  return part;
+}
+
+SnowflakePart::~SnowflakePart() { stop().ignore_error(); }
+
+Status SnowflakePart::open_lease() {
+  std::string url = config_.registry_url;
+  if (url.empty()) url = "local:" + config_.data_dir + "/workers";
+  Result<coord::OpenedRegistry> opened =
+      coord::open_worker_registry(url, config_.layout, config_.layout_label, config_.data_dir);
+  if (!opened.ok()) return opened.status();
+  Result<std::unique_ptr<coord::HeldLease>> held =
+      coord::HeldLease::acquire(std::move(opened).value(), identity_);
+  if (!held.ok()) return held.status();
+  SnowflakeOptions options;
+  options.layout = config_.layout;
+  options.policy = config_.policy;
+  options.max_drift_ms = config_.max_drift_ms;
+  options.max_wait_ms = config_.max_wait_ms;
+  options.reserve_ms = kReserveMs;
+  // Requests never write the mark (a coordinator round trip on an event loop); this
+  // part's thread does, at once when a request asks.
+  options.store_on_next = false;
+  options.reservation_wanted = [this] { wake(); };
+  Result<SnowflakeGenerator*> made = (*held)->make_generator(std::move(options));
+  if (!made.ok()) return made.status();
+  // The reservation made at creation may have run out while a start delay was waited
+  // out: renew it before the generator is used (and counted ready).
+  Status renewed = (*made)->renew_reservation();
+  MutexLock lock(lease_mu_);
+  renew_error_ = renewed.ok() ? "" : renewed.message();
+  if (lease_) retired_.push_back(std::move(lease_));
+  lease_ = std::move(held).value();
+  generator_.store(*made, std::memory_order_release);
+  leases_taken_.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+void SnowflakePart::wake() {
+  {
+    MutexLock lock(run_mu_);
+    renew_wanted_ = true;
+  }
+  run_cv_.notify_all();
+}
+
+void SnowflakePart::run() {
+  auto next_reacquire = Steady::now();
+  while (true) {
+    {
+      MutexLock lock(run_mu_);
+      const auto until = Steady::now() + kTick;
+      while (!stopping_ && !renew_wanted_ && lock.wait_until(run_cv_, until)) {
+      }
+      if (stopping_) return;
+      renew_wanted_ = false;
+    }
+    tend(next_reacquire);
+  }
+}
+
+void SnowflakePart::tend(Steady::time_point& next_reacquire) {
+  SnowflakeGenerator* gen = generator_.load(std::memory_order_acquire);
+  coord::LeaseState state = coord::LeaseState::kHeld;
+  {
+    MutexLock lock(lease_mu_);
+    if (lease_) state = lease_->keeper().state();
+  }
+  if (state == coord::LeaseState::kHeld && gen != nullptr) {
+    // May wait on the coordinator (up to the keeper's fence deadline); readiness()
+    // watches how long through renewing_since_ms_.
+    renewing_since_ms_.store(steady_ms(), std::memory_order_release);
+    Status renewed = gen->renew_reservation();
+    renewing_since_ms_.store(0, std::memory_order_release);
+    MutexLock lock(lease_mu_);
+    renew_error_ = renewed.ok() ? "" : renewed.message();
+  }
+  // A lost lease may now be someone else's slot: this node stays fenced on it and asks
+  // for a new one (possibly another slot) in the background.
+  if (state == coord::LeaseState::kLost && Steady::now() >= next_reacquire) {
+    Status taken = open_lease();
+    MutexLock lock(lease_mu_);
+    reacquire_error_ = taken.ok() ? "" : taken.message();
+    next_reacquire = Steady::now() + kReacquireBackoff;
+  }
+}
+
+Status SnowflakePart::stop() {
+  {
+    MutexLock lock(run_mu_);
+    stopping_ = true;
+  }
+  run_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Release outside lease_mu_ (a coordinator round trip), so status() and /readyz go
+  // on answering meanwhile. The leases stay owned here: a request may still hold a
+  // generator's pointer, and the generator lives in its lease.
+  std::vector<coord::HeldLease*> to_release;
+  {
+    MutexLock lock(lease_mu_);
+    if (released_) return Status::Ok();
+    released_ = true;
+    if (lease_) to_release.push_back(lease_.get());
+    for (auto& old : retired_) to_release.push_back(old.get());
+  }
+  Status released = Status::Ok();
+  for (size_t i = 0; i < to_release.size(); ++i) {
+    Status s = to_release[i]->release();
+    if (i == 0) released = std::move(s);  // the current lease's result is the answer
+  }
+  return released;
+}
+
+Status SnowflakePart::next(std::span<uint64_t> out) {
+  SnowflakeGenerator* gen = generator_.load(std::memory_order_acquire);
+  return gen->next_batch(out);
+}
+
+void SnowflakePart::fill_status(ServiceStatus& s) const {
+  {
+    MutexLock lock(lease_mu_);
+    if (lease_) {
+      s.has_lease = true;
+      s.lease = lease_->lease();
+      s.keeper = lease_->keeper().status();
+      if (s.keeper.last_error.empty()) s.keeper.last_error = reacquire_error_;
+      const bool live = s.keeper.state == coord::LeaseState::kHeld ||
+                        s.keeper.state == coord::LeaseState::kWaiting ||
+                        s.keeper.state == coord::LeaseState::kOverdue;
+      s.lease_seconds_left =
+          live ? std::max<double>(
+                     0, static_cast<double>(s.lease.ttl_ms - s.keeper.since_renew_ms) / 1000.0)
+               : 0;
+    }
+    s.reservation_error = renew_error_;
+  }
+  s.leases_taken = leases_taken_.load(std::memory_order_relaxed);
+  if (SnowflakeGenerator* gen = generator_.load(std::memory_order_acquire)) {
+    s.fenced = gen->fenced();
+    s.clock_offset_ms = gen->drift_ms();
+    s.counters = gen->counters();
+    s.reserved_ahead_ms = std::min<int64_t>(reserved_ahead_ms(*gen), INT32_MAX);
+  }
+  s.snowflake_ready = readiness();
+}
+
+PartReadiness SnowflakePart::readiness() const {
+  auto no = [](std::string why) { return PartReadiness{false, std::move(why)}; };
+  SnowflakeGenerator* gen = generator_.load(std::memory_order_acquire);
+  if (gen == nullptr) return no("no worker-id lease");
+  std::string renew_error;
+  {
+    MutexLock lock(lease_mu_);
+    if (lease_) {
+      const coord::KeeperStatus keeper = lease_->keeper().status();
+      if (keeper.state != coord::LeaseState::kHeld) {
+        std::string text = fmt::format("worker-id lease is {}", lease_state_name(keeper.state));
+        if (!keeper.last_error.empty()) text += ": " + keeper.last_error;
+        return no(std::move(text));
+      }
+    }
+    renew_error = renew_error_;
+  }
+  if (gen->fenced()) return no("the Snowflake generator is fenced");
+  if (!renew_error.empty()) {
+    return no("the time high-water mark could not be renewed: " + renew_error);
+  }
+  // The thread renews once less than half the reserve is left; one that has been
+  // waiting on the coordinator for that long leaves requests about to run out.
+  const int64_t since = renewing_since_ms_.load(std::memory_order_acquire);
+  if (since != 0 && steady_ms() - since >= kReserveMs / 2) {
+    return no(fmt::format("renewing the time high-water mark has waited {} ms on the coordinator",
+                          steady_ms() - since));
+  }
+  if (const int64_t ahead = reserved_ahead_ms(*gen); ahead < 0) {
+    return no(
+        fmt::format("the time high-water mark ran out {} ms ago and is not renewed yet", -ahead));
+  }
+  return PartReadiness{true, ""};
+}
+
+}  // namespace idforge::server
