@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "coord/held_lease.h"
 #include "coord/lease_keeper.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
@@ -80,6 +81,56 @@ TEST_F(RedisRegistryTest, ALeaseIsAKeyWithATokenAndATtl) {
 
 // The seed's script kept a counter: INCR, and past 31 it wrapped to 0, onto ids that
 // were still in use; and nothing ever gave a number back.
+// The mark's layout sits in its own key beside the mark, written by the renew that
+// carries it, left alone by one that does not, and handed to the slot's next holder.
+TEST_F(RedisRegistryTest, TheMarksLayoutIsKeptBesideTheMark) {
+  auto reg = open(5000);
+  ASSERT_TRUE(reg);
+  Result<Lease> lease = reg->acquire("host-a:8080");
+  ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+  EXPECT_EQ(lease->high_water_layout, "");
+  const std::string layout = mark_layout_key(Layout::twitter());
+  Lease with_layout = *lease;
+  with_layout.high_water_layout = layout;
+  ASSERT_TRUE(reg->renew(with_layout, 1'700'000'000'000).ok());
+  EXPECT_EQ(redis_cli({"GET", key("hw", 0)}), "1700000000000");
+  EXPECT_EQ(redis_cli({"GET", key("hwlayout", 0)}), layout);
+  ASSERT_TRUE(reg->renew(*lease, 1'700'000'001'000).ok());  // no layout: kept
+  EXPECT_EQ(redis_cli({"GET", key("hwlayout", 0)}), layout);
+  ASSERT_TRUE(reg->release(*lease).ok());
+
+  Result<Lease> next = reg->acquire("host-b:8080");
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(next->slot, 0u);
+  EXPECT_EQ(next->high_water_ms, 1'700'000'001'000);
+  EXPECT_EQ(next->high_water_layout, layout);
+  EXPECT_TRUE(reg->release(*next).ok());
+}
+
+// Redis can lose a lease, and then only the start delay keeps two holders apart: a TTL
+// that leaves less than max_drift_ms between the old holder's fence and the expiry is
+// refused before any ID is issued.
+TEST_F(RedisRegistryTest, ATtlTooShortForTheDriftIsRefusedAtStart) {
+  const std::string url = redis_.url + "?ttl_ms=1500&cluster=" + cluster_;
+  const std::string dir = Services::get().make_dir("rr-drift");
+  Result<coord::OpenedRegistry> opened =
+      coord::open_worker_registry(url, Layout::twitter(), "twitter", dir);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  auto held = coord::HeldLease::acquire(std::move(opened).value(), "drift-node");
+  ASSERT_TRUE(held.ok()) << held.status().to_string();
+  SnowflakeOptions o;
+  o.max_drift_ms = 1000;
+  Result<SnowflakeGenerator*> gen = (*held)->make_generator(o);
+  ASSERT_FALSE(gen.ok());
+  EXPECT_EQ(gen.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(gen.status().message().find("ttl_ms 1500"), std::string::npos)
+      << gen.status().message();
+  EXPECT_NE(gen.status().message().find("max_drift_ms 1000"), std::string::npos);
+  // The refused node let its slot go.
+  held->reset();
+  EXPECT_EQ(redis_cli({"EXISTS", key("worker", 0)}), "0");
+}
+
 TEST_F(RedisRegistryTest, TheSeedsTwoFaultsCannotHappen) {
   const SlotSpace space{1, 2};  // 8 slots: datacenter 0-1, worker 0-3
   auto reg = open(10'000, space, "small");
