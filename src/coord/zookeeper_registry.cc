@@ -9,6 +9,10 @@
 // was down. The slot's mark is what keeps IDs unique: a slot passes between identities,
 // so the next holder must start above every ID issued with it, whoever issued them.
 // Acquire hands out max(both). Both only ever grow (read, compare, set with version).
+// Neither records the layout it was written under (the Redis and etcd registries do):
+// the two are merged by taking the larger, which marks of two layouts do not allow, and
+// a cluster runs one layout. A Lease from here has no high_water_layout, so a generator
+// reads the mark in its own layout's terms; a layout change needs a new cluster name.
 //
 // A lease is the ephemeral node, alive exactly as long as the registry's session. The
 // client's I/O thread keeps the session alive, so renew() proves the node is still

@@ -1,6 +1,7 @@
 // What the Snowflake generator needs to read a high-water mark written under another
 // layout: the layout's text as marks record it, and the first tick of a new layout
-// whose IDs are all above what the old one could have issued.
+// whose IDs are all above what the old one could have issued. snowflake_mark.cc also
+// holds the generator's trusted time (the clock-jump guard) and its start's refusal.
 #pragma once
 
 #include <cstdint>
