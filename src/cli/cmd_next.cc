@@ -181,6 +181,9 @@ void add_next_command(CLI::App& app, int& exit_status) {
          "Segment mode: the next IDs of this tag (see 'idforge tag --help')")
       ->type_name("NAME");
   add_store_flags(*cmd, flags->stores);
+  cmd->add_flag("--allow-unsafe-store", flags->stores.allow_unsafe,
+                "With --tag: issue IDs from a store whose settings can lose committed ranges "
+                "(Redis without appendfsync always, PostgreSQL with fsync off; docs/stores.md)");
   add_registry_flags(*cmd, flags->registry, /*required=*/false, /*with_identity=*/true);
   cmd->footer(
       "Without --registry the node fields come from the flags and IDs are unique only\n"

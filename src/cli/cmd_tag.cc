@@ -160,8 +160,11 @@ Status check_start_above_served(const TagFlags& flags, const TagSpec& spec) {
 int run_create(const TagFlags& flags) {
   Result<TagSpec> spec = spec_from(flags);
   if (!spec.ok()) return fail(spec.status());
-  if (Status above = check_start_above_served(flags, *spec); !above.ok()) return fail(above);
   return on_each_store(flags.stores, [&](SegmentStore& store) -> Result<std::string> {
+    // An existing tag gets "already exists" from the store, not this check.
+    if (store.get_tag(spec->name).status().code() == StatusCode::kNotFound) {
+      IDFORGE_RETURN_IF_ERROR(check_start_above_served(flags, *spec));
+    }
     // Best effort: a store that cannot tell its identity still takes the tag.
     store::record_new_store_identity(store).ignore_error();
     IDFORGE_RETURN_IF_ERROR(store.create_tag(*spec));

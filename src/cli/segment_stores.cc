@@ -35,9 +35,6 @@ void add_store_flags(CLI::App& cmd, StoreFlags& flags) {
                  "sqlite:DIR/segments.db")
       ->type_name("DIR")
       ->default_str(kDefaultDataDir);
-  cmd.add_flag("--allow-unsafe-store", flags.allow_unsafe,
-               "Issue IDs from a store whose settings can lose committed ranges (Redis without "
-               "appendfsync always, PostgreSQL with fsync off; docs/stores.md)");
 }
 
 bool store_flags_given(const CLI::App& cmd) {

@@ -19,7 +19,7 @@ inline constexpr const char* kDefaultDataDir = "./idforge-data";
 struct StoreFlags {
   std::vector<std::string> urls;  // --store, repeatable; none = SQLite in the data dir
   std::string data_dir = kDefaultDataDir;
-  bool allow_unsafe = false;  // --allow-unsafe-store (commands that issue IDs)
+  bool allow_unsafe = false;  // next's --allow-unsafe-store
 };
 
 // Registers --store and --data-dir; `flags` must outlive `cmd`.

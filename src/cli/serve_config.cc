@@ -103,6 +103,11 @@ Result<Value> value_from_toml(const Spec& spec, const std::string& subject,
     value.number = *ms;
     return value;
   }
+  if (spec.check.kind == Kind::kBool) {
+    if (!node.is_boolean()) return type_error(subject, "true or false", node);
+    value.text = node.as_boolean()->get() ? "true" : "false";
+    return value;
+  }
   if (!node.is_string()) return type_error(subject, "a string", node);
   value.text = node.as_string()->get();
   IDFORGE_RETURN_IF_ERROR(settings::check_text(spec, subject, value.text));

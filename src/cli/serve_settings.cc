@@ -119,6 +119,13 @@ constexpr Spec kSpecs[] = {
      {Kind::kUint, 0, kDayMs},
      [](ServeConfig& c, Value& v) { c.service.max_drift_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.service.max_drift_ms); }},
+    {{"snowflake.max_clock_step_ms", "IDFORGE_MAX_CLOCK_STEP_MS", "--max-clock-step-ms", "MS",
+      "10000",
+      "A forward clock step larger than this is a jump: IDs stay at the trusted time and the "
+      "high-water mark is not written past it (0: follow every step)"},
+     {Kind::kUint, 0, kDayMs},
+     [](ServeConfig& c, Value& v) { c.service.max_clock_step_ms = static_cast<int64_t>(v.number); },
+     [](const ServeConfig& c) { return num(c.service.max_clock_step_ms); }},
     {{"snowflake.max_wait_ms", "IDFORGE_MAX_WAIT_MS", "--max-wait-ms", "MS", "5",
       "Longest one request waits for the clock (rollback, exhausted sequence)"},
      {Kind::kUint, 0, 60'000},
@@ -143,6 +150,22 @@ constexpr Spec kSpecs[] = {
      {Kind::kUint, 1, 1'000'000'000},
      [](ServeConfig& c, Value& v) { c.service.max_step = v.number; },
      [](const ServeConfig& c) { return num(c.service.max_step); }},
+    {{"segment.failover_margin", "IDFORGE_SEGMENT_FAILOVER_MARGIN", "--failover-margin", "N",
+      "0 (16 x 4 x max_step)",
+      "Numbers every tag moves forward when a store's history changes (a promoted replica, a "
+      "restore); 0: 64 ranges of max_step (docs/stores.md)"},
+     {Kind::kUint, 0, uint64_t{1} << 62},
+     [](ServeConfig& c, Value& v) { c.service.failover_margin = v.number; },
+     [](const ServeConfig& c) { return num(c.service.failover_margin); }},
+    {{"segment.allow_unsafe_store", "IDFORGE_ALLOW_UNSAFE_STORE", "--allow-unsafe-store",
+      "true|false", "false",
+      "Issue segment IDs from a store whose settings can lose committed ranges (Redis without "
+      "appendfsync always, PostgreSQL with fsync or synchronous_commit off)"},
+     {Kind::kBool},
+     [](ServeConfig& c, Value& v) { c.service.allow_unsafe_store = v.text == "true"; },
+     [](const ServeConfig& c) {
+       return std::string(c.service.allow_unsafe_store ? "true" : "false");
+     }},
     {{"segment.serial_zone", "IDFORGE_SERIAL_ZONE", "--serial-zone", "ZONE", "UTC",
       "Time zone of the dates in serial numbers: UTC, +08:00 or an IANA name"},
      {Kind::kZone},
@@ -305,6 +328,12 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
             fmt::format("{}: unknown registry URL {} (expected local:DIR, static:DC/WORKER, "
                         "redis://HOST:PORT, etcd://HOST:PORT or zookeeper://HOST:PORT/PATH)",
                         subject, quote_text(text)));
+      }
+      return Status::Ok();
+    case Kind::kBool:
+      if (text != "true" && text != "false") {
+        return Status::InvalidArgument(
+            fmt::format("{} must be true or false, got {}", subject, quote_text(text)));
       }
       return Status::Ok();
     case Kind::kZone:

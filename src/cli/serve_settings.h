@@ -31,6 +31,7 @@ enum class Kind {
   kLayout,  // preset name or custom spec
   kEpoch,   // Unix ms, ISO-8601 text, or a TOML date-time
   kZone,    // time zone name ("" = UTC)
+  kBool,    // true or false (TOML: a boolean)
 };
 
 struct Value {

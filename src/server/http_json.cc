@@ -124,11 +124,9 @@ std::string status_json(IdService& service) {
   json["layout"] = {{"name", s.layout_label}, {"spec", s.layout_spec}};
   json["policy"] = s.policy;
   json["lease"] = lease_object(s);
-  json["clock"] = {{"offset_ms", s.clock_offset_ms},
-                   {"borrowed_ms", s.counters.borrowed_ms},
-                   {"rollbacks", s.counters.rollbacks},
-                   {"waited_ms", s.counters.waited_ms},
-                   {"time_left_ms", s.time_left_ms}};
+  json["clock"] = {{"offset_ms", s.clock_offset_ms},    {"borrowed_ms", s.counters.borrowed_ms},
+                   {"rollbacks", s.counters.rollbacks}, {"jumps", s.counters.clock_jumps},
+                   {"waited_ms", s.counters.waited_ms}, {"time_left_ms", s.time_left_ms}};
   json["clock"]["reserved_ahead_ms"] = s.reserved_ahead_ms;
   json["clock"]["reservation_error"] = s.reservation_error;
   json["fenced"] = s.fenced;
@@ -153,8 +151,22 @@ std::string status_json(IdService& service) {
                       {"up", store.up},
                       {"error", store.error},
                       {"probed_ms_ago", store.probed_ms_ago},
-                      {"probing_ms", store.probing ? store.probing_ms : 0}});
+                      {"probing_ms", store.probing ? store.probing_ms : 0},
+                      {"guard",
+                       {{"place", store.guard.place},
+                        {"identity", store.guard.identity},
+                        {"problem", store.guard.problem},
+                        {"refused_ranges", store.guard.refused_ranges},
+                        {"foreign_ranges", store.guard.foreign_ranges},
+                        {"identity_changes", store.guard.identity_changes},
+                        {"identity_changes_seen", store.guard.identity_changes_seen}}}});
   }
+  // Strings, like IDs everywhere in our JSON: JavaScript loses integers above 2^53.
+  Json served = Json::array();
+  for (const auto& m : s.served) {
+    served.push_back({{"tag", m.tag}, {"place", m.place}, {"highest", std::to_string(m.highest)}});
+  }
+  json["served"] = std::move(served);
   json["segments"] = {{"ok", s.segments_ok},
                       {"error", s.segments_error},
                       {"tags", std::move(tags)},

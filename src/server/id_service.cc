@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 
 #include "server/service_health.h"
 #include "server/service_segments.h"
@@ -113,12 +114,28 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   }
   IDFORGE_RETURN_IF_ERROR(store::ensure_data_dir(c.data_dir));
 
-  Result<std::vector<store::OpenedStore>> stores = store::open_stores(c.store_urls, c.data_dir);
+  // Every range is guarded (store_guard.h): what this node served of each tag is kept
+  // in the data directory, and a store whose history changed moves its tags forward.
+  Result<std::unique_ptr<store::ServedMarks>> marks =
+      store::ServedMarks::open(store::served_marks_path(c.data_dir));
+  if (!marks.ok()) return marks.status();
+  store::StoreSafety safety;
+  safety.marks = marks->get();
+  safety.margin = c.failover_margin;
+  safety.max_step = c.max_step;
+  safety.allow_unsafe = c.allow_unsafe_store;
+  safety.log = [](const std::string& line) {
+    std::fprintf(stderr, "idforge serve: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  Result<std::vector<store::OpenedStore>> stores =
+      store::open_stores(c.store_urls, c.data_dir, safety);
   if (!stores.ok()) return stores.status();
   SegmentPartOptions segment_options;
   segment_options.wait_ms = c.segment_wait_ms;
   segment_options.max_step = c.max_step;
-  impl.segments = SegmentPart::start(std::move(stores).value(), segment_options);
+  impl.segments =
+      SegmentPart::start(std::move(stores).value(), std::move(marks).value(), segment_options);
 
   Result<std::unique_ptr<SnowflakePart>> snowflake =
       SnowflakePart::start(c, c.identity.empty() ? default_identity() : c.identity);
@@ -202,6 +219,7 @@ ServiceStatus IdService::status() const {
   s.time_left_ms = std::max<int64_t>(0, config_.layout.capacity().last_unix_ms - now_unix_ms());
   s.stores = impl_->segments->stores();
   s.tags = impl_->segments->tags();
+  s.served = impl_->segments->served();
   s.segments_ready = impl_->segments->readiness();
   s.segments_ok = s.segments_ready.ready;
   if (!s.segments_ok) {  // the stores' own errors, as before the per-store probes

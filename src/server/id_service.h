@@ -43,6 +43,8 @@
 #include "idforge/ulid.h"
 #include "idforge/uuid.h"
 #include "server/metrics.h"
+#include "store/served_marks.h"
+#include "store/store_guard.h"
 
 namespace idforge::server {
 
@@ -64,8 +66,11 @@ struct ServiceConfig {
   uint64_t max_count = kDefaultMaxCount;  // most IDs one request may ask for
   int64_t segment_wait_ms = 1000;         // longest a request waits for a segment
   uint64_t max_step = 1'000'000;          // upper bound of a tag's dynamic step
-  std::string serial_zone;                // time zone of serial dates; empty: UTC
-  std::string admin_token;                // empty: admin routes are off
+  int64_t max_clock_step_ms = 10'000;     // a larger forward step is a jump (snowflake.h)
+  uint64_t failover_margin = 0;     // a store's changed history moves tags this far; 0: default
+  bool allow_unsafe_store = false;  // issue from a store whose settings can lose ranges
+  std::string serial_zone;          // time zone of serial dates; empty: UTC
+  std::string admin_token;          // empty: admin routes are off
 };
 
 // A request's count: "" means 1; otherwise 1..max_count. InvalidArgument (not a number,
@@ -99,6 +104,7 @@ struct StoreStatus {
   int64_t probed_ms_ago = -1;  // since its last probe finished; -1 before the first
   bool probing = false;        // a probe is waiting on the store now
   int64_t probing_ms = 0;      // for how long, when probing
+  store::GuardStatus guard;    // the failover guard's view (store_guard.h)
 };
 
 struct ServiceStatus {
@@ -125,6 +131,9 @@ struct ServiceStatus {
   std::string segments_error;
   std::vector<StoreStatus> stores;  // in the order configured
   std::vector<TagStatus> tags;      // tags with buffers (requested since start)
+  // The highest number of each tag this node has served, per store place (kept in
+  // DATA_DIR/segments-served): what `idforge tag served` reads.
+  std::vector<store::ServedMarks::Mark> served;
   // Readiness per part, as /readyz?part=... answers it.
   PartReadiness snowflake_ready;
   PartReadiness segments_ready;

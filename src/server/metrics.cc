@@ -221,6 +221,9 @@ std::string Metrics::render(const IdService& service) const {
   header(out, "idforge_clock_rollback_events_total", "counter",
          "Times the Snowflake generator saw the clock step back.");
   sample(out, "idforge_clock_rollback_events_total", s.counters.rollbacks);
+  header(out, "idforge_clock_jump_events_total", "counter",
+         "Forward clock steps larger than max_clock_step_ms (IDs kept to the trusted time).");
+  sample(out, "idforge_clock_jump_events_total", s.counters.clock_jumps);
   header(out, "idforge_clock_borrowed_ms_total", "counter",
          "Milliseconds of ticks issued ahead of the clock (logical policy).");
   sample(out, "idforge_clock_borrowed_ms_total", s.counters.borrowed_ms);
@@ -255,6 +258,25 @@ std::string Metrics::render(const IdService& service) const {
 
   header(out, "idforge_segment_store_up", "gauge", "1 when the segment store answered last time.");
   sample(out, "idforge_segment_store_up", s.segments_ok ? 1 : 0);
+  // The failover guard (store_guard.h), per store place.
+  header(out, "idforge_segment_ranges_refused_total", "counter",
+         "Ranges a store handed out at or below what this node had served of the tag.");
+  for (const StoreStatus& st : s.stores) {
+    fmt::format_to(to(), "idforge_segment_ranges_refused_total{{place=\"{}\"}} {}\n",
+                   st.guard.place, st.guard.refused_ranges);
+  }
+  header(out, "idforge_segment_ranges_foreign_total", "counter",
+         "Ranges skipped because another store history than the verified one committed them.");
+  for (const StoreStatus& st : s.stores) {
+    fmt::format_to(to(), "idforge_segment_ranges_foreign_total{{place=\"{}\"}} {}\n",
+                   st.guard.place, st.guard.foreign_ranges);
+  }
+  header(out, "idforge_segment_store_identity_changes_total", "counter",
+         "Store history changes this node applied (moved every tag forward by the margin).");
+  for (const StoreStatus& st : s.stores) {
+    fmt::format_to(to(), "idforge_segment_store_identity_changes_total{{place=\"{}\"}} {}\n",
+                   st.guard.place, st.guard.identity_changes);
+  }
   header(out, "idforge_segment_buffer_fill", "gauge",
          "Share of a tag's current segment still unused (buffer=\"current\") and whether the "
          "next segment is loaded (buffer=\"next\").");

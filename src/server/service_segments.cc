@@ -28,16 +28,18 @@ bool store_answered(const Status& status) {
 
 }  // namespace
 
-SegmentPart::SegmentPart(std::vector<store::OpenedStore> stores, SegmentPartOptions options)
-    : stores_(std::move(stores)), options_(options) {
+SegmentPart::SegmentPart(std::vector<store::OpenedStore> stores,
+                         std::unique_ptr<store::ServedMarks> marks, SegmentPartOptions options)
+    : marks_(std::move(marks)), stores_(std::move(stores)), options_(options) {
   for (size_t i = 0; i < stores_.size(); ++i) health_.push_back(std::make_unique<StoreHealth>());
   MutexLock lock(tags_mu_);
   publish_locked(TagMap{});
 }
 
 std::unique_ptr<SegmentPart> SegmentPart::start(std::vector<store::OpenedStore> stores,
+                                                std::unique_ptr<store::ServedMarks> marks,
                                                 SegmentPartOptions options) {
-  std::unique_ptr<SegmentPart> part(new SegmentPart(std::move(stores), options));
+  std::unique_ptr<SegmentPart> part(new SegmentPart(std::move(stores), std::move(marks), options));
   // The first probes before the service answers, so /readyz is right from the start.
   // A store that is down is not fatal: Snowflake, UUID and ULID still work, /readyz says
   // why segments do not, and the store is probed again.
@@ -67,7 +69,14 @@ void SegmentPart::probe_store(size_t index) {
   StoreHealth& h = *health_[index];
   const store::OpenedStore& o = stores_[index];
   h.probing_since_ms.store(steady_ms(), std::memory_order_release);
-  const Status answer = o.store ? o.store->get_tag(kProbeTag).status() : o.error;
+  Status answer = o.store ? o.store->get_tag(kProbeTag).status() : o.error;
+  // A store that answers is also asked which history it is (the failover guard moves
+  // every tag forward when it changed) and whether it is still safe to take ranges from.
+  if (store_answered(answer) && o.guard) {
+    if (Status checked = o.guard->check(); !checked.ok()) {
+      answer = Status::Unavailable(checked.message());
+    }
+  }
   h.probing_since_ms.store(0, std::memory_order_release);
   note_store(index, answer);
 }
@@ -143,11 +152,16 @@ std::vector<StoreStatus> SegmentPart::stores() const {
       s.probing = true;
       s.probing_ms = now - since;
     }
+    if (stores_[i].guard) s.guard = stores_[i].guard->status();
     MutexLock lock(h.mu);
     s.probed_ms_ago = h.probed_at_ms < 0 ? -1 : now - h.probed_at_ms;
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<store::ServedMarks::Mark> SegmentPart::served() const {
+  return marks_ ? marks_->all() : std::vector<store::ServedMarks::Mark>{};
 }
 
 PartReadiness SegmentPart::readiness() const {
@@ -292,10 +306,25 @@ std::vector<TagStatus> SegmentPart::tags() const {
 // --- admin ---
 
 Result<TagInfo> SegmentPart::create_tag(const TagSpec& spec) {
+  // A tag this node served must not start again below what it served (a store that
+  // lost it would hand those IDs out again): `idforge tag served` tells the fleet's.
+  const bool exists =
+      !stores_.empty() && stores_.front().store && stores_.front().store->get_tag(spec.name).ok();
+  if (marks_ && !exists) {
+    for (const store::ServedMarks::Mark& m : marks_->all()) {
+      if (m.tag != spec.name || spec.start > m.highest) continue;
+      return Status::InvalidArgument(fmt::format(
+          "this node has served tag '{}' up to {} (store place {}); a recreated tag must start "
+          "above it: start {} or higher (other nodes may have served more: idforge tag served)",
+          spec.name, m.highest, m.place, m.highest + 1));
+    }
+  }
   MutexLock admin(admin_mu_);
   for (size_t i = 0; i < stores_.size(); ++i) {
     store::OpenedStore& o = stores_[i];
     if (!o.store) return store::from_store(o.error, o, stores_.size());
+    // Best effort: a store that cannot tell its identity still takes the tag.
+    store::record_new_store_identity(*o.store).ignore_error();
     Status made = o.store->create_tag(spec);
     note_store(i, made);
     if (!made.ok()) return store::from_store(made, o, stores_.size());

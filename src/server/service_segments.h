@@ -60,7 +60,9 @@ class SegmentPart {
  public:
   // Takes the opened stores (store::open_stores), probes each once, and starts one
   // prober thread per store.
+  // `marks` is what the stores' guards record served ranges in (open_stores' safety).
   static std::unique_ptr<SegmentPart> start(std::vector<store::OpenedStore> stores,
+                                            std::unique_ptr<store::ServedMarks> marks,
                                             SegmentPartOptions options);
   ~SegmentPart();  // stop()
   SegmentPart(const SegmentPart&) = delete;
@@ -86,6 +88,7 @@ class SegmentPart {
   // Never block.
   std::vector<StoreStatus> stores() const;
   std::vector<TagStatus> tags() const;
+  std::vector<store::ServedMarks::Mark> served() const;
   // Ready while at least one store answered its last probe: a tag striped over several
   // stores goes on from the ones that answer. The reason names the stores.
   PartReadiness readiness() const;
@@ -114,7 +117,8 @@ class SegmentPart {
     int64_t probed_at_ms IDFORGE_GUARDED_BY(mu) = -1;  // steady ms; -1 before the first
   };
 
-  SegmentPart(std::vector<store::OpenedStore> stores, SegmentPartOptions options);
+  SegmentPart(std::vector<store::OpenedStore> stores, std::unique_ptr<store::ServedMarks> marks,
+              SegmentPartOptions options);
 
   TagEntry* find(std::string_view tag) const;
   // The tag's entry, loading it (store round trips under its TagLoad only) if needed.
@@ -135,7 +139,8 @@ class SegmentPart {
   bool store_up(size_t index, int64_t now_ms, std::string* why) const;
   std::string store_name(size_t index) const;  // its description, or its URL if never opened
 
-  std::vector<store::OpenedStore> stores_;  // fixed after start; the stores are thread-safe
+  std::unique_ptr<store::ServedMarks> marks_;  // declared first: the guards point into it
+  std::vector<store::OpenedStore> stores_;     // fixed after start; the stores are thread-safe
   std::vector<std::unique_ptr<StoreHealth>> health_;  // one per store, same order
   const SegmentPartOptions options_;
 

@@ -63,6 +63,7 @@ Status SnowflakePart::open_lease() {
   options.layout = config_.layout;
   options.policy = config_.policy;
   options.max_drift_ms = config_.max_drift_ms;
+  options.max_clock_step_ms = config_.max_clock_step_ms;
   options.max_wait_ms = config_.max_wait_ms;
   options.reserve_ms = kReserveMs;
   // Requests never write the mark (a coordinator round trip on an event loop); this

@@ -79,8 +79,19 @@ Status StoreGuard::verify_identity_locked() {
     // store under another history must still move the tags forward; one that did not
     // has nothing to protect.
     const std::string seen = settings_.marks->seen_identity(place_);
-    const bool confirmed_new =
-        id->recorded == kNewStorePrefix + id->current && (seen.empty() || seen == id->current);
+    const bool recorded_new = id->recorded == kNewStorePrefix + id->current;
+    bool confirmed_new = recorded_new && (seen.empty() || seen == id->current);
+    if (recorded_new && !confirmed_new) {
+      // This node knew its place under another history, but if it served none of the
+      // store's tags (a data directory used with several stores) it has nothing there to
+      // protect: the nodes that served them move the tags.
+      Result<std::vector<TagInfo>> tags = store_->list_tags();
+      if (!tags.ok()) return tags.status();
+      confirmed_new = true;
+      for (const TagInfo& tag : *tags) {
+        if (settings_.marks->highest(place_, tag.name) != 0) confirmed_new = false;
+      }
+    }
     if (id->recorded == id->current || confirmed_new) {
       IDFORGE_RETURN_IF_ERROR(settings_.marks->record_identity(place_, id->current));
       std::lock_guard state(mu_);
@@ -93,10 +104,24 @@ Status StoreGuard::verify_identity_locked() {
     change.adopt = id->current;
     change.margin = settings_.margin;
     change.floors = settings_.marks->of_place(place_);
+    // A store with nothing recorded and no tags is new: nobody can have served from it.
+    bool fresh = false;
+    if (id->recorded.empty()) {
+      Result<std::vector<TagInfo>> tags = store_->list_tags();
+      if (!tags.ok()) return tags.status();
+      fresh = tags->empty();
+    }
+    if (fresh) {
+      change.adopt = kNewStorePrefix + id->current;
+      change.margin = 0;
+      change.floors.clear();
+    }
     Result<bool> applied = store_->adopt_identity(change);
     if (!applied.ok()) return applied.status();
     std::lock_guard state(mu_);
-    if (!*applied) {
+    if (fresh) {
+      // A new store: nothing happened worth a line.
+    } else if (!*applied) {
       ++changes_seen_;
       log(fmt::format("segment store {}: identity {} was adopted by another node",
                       store_->describe(), id->current));

@@ -237,17 +237,23 @@ TEST_F(TagTest, DefaultDataDirIsInTheWorkingDirectory) {
   EXPECT_EQ(next.lines(), (std::vector<std::string>{"1", "2", "3"}));
 }
 
+// With --store, tag commands leave the data directory alone; issuing IDs keeps there only
+// the record of what was served (segments-served), never a store.
 TEST_F(TagTest, ExplicitStoreLeavesTheDataDirAlone) {
   const std::string db = "sqlite:" + dir_ + "/explicit.db";
   RunResult r = run_idforge({"tag", "create", "t", "--store", db, "--data-dir", dir_ + "/unused"});
   ASSERT_EQ(r.exit_code, 0) << r.summary();
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/unused"));
-  EXPECT_EQ(next_ids("t", 5, {"--store", db}), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(next_ids("t", 5, {"--store", db, "--data-dir", dir_ + "/node"}),
+            (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/node/segments-served"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/node/segments.db"));
 }
 
 TEST_F(TagTest, StripedOverTwoStoresIdsAreDistinctAndUseBothResidues) {
-  const std::vector<std::string> stores = {"--store", "sqlite:" + dir_ + "/a.db", "--store",
-                                           "sqlite:" + dir_ + "/b.db"};
+  const std::vector<std::string> stores = {"--store",    "sqlite:" + dir_ + "/a.db",
+                                           "--store",    "sqlite:" + dir_ + "/b.db",
+                                           "--data-dir", dir_ + "/node"};
   std::vector<std::string> create = {"tag", "create", "order", "--step", "50"};
   create.insert(create.end(), stores.begin(), stores.end());
   RunResult made = run_idforge(create);
@@ -272,9 +278,12 @@ TEST_F(TagTest, StripedOverTwoStoresIdsAreDistinctAndUseBothResidues) {
 
 TEST_F(TagTest, StripedRunGoesOnWhileOneStoreIsDown) {
   const std::string good = "sqlite:" + dir_ + "/a.db";
-  ASSERT_EQ(run_idforge({"tag", "create", "order", "--step", "10", "--store", good}).exit_code, 0);
+  ASSERT_EQ(run_idforge({"tag", "create", "order", "--step", "10", "--store", good, "--data-dir",
+                         dir_ + "/node"})
+                .exit_code,
+            0);
   RunResult r = run_idforge({"next", "--tag", "order", "--count", "100", "--store", good, "--store",
-                             "sqlite:" + dir_ + "/missing/b.db"});
+                             "sqlite:" + dir_ + "/missing/b.db", "--data-dir", dir_ + "/node"});
   ASSERT_EQ(r.exit_code, 0) << r.summary();
   std::vector<uint64_t> ids = parse_ids(r.lines());
   ASSERT_EQ(ids.size(), 100u);

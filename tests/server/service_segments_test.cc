@@ -136,7 +136,7 @@ struct Fixture {
       o.store = std::move(store);
       opened.push_back(std::move(o));
     }
-    part = SegmentPart::start(std::move(opened), options);
+    part = SegmentPart::start(std::move(opened), nullptr, options);
   }
   ~Fixture() {
     for (GatedStore* g : gated) g->open_all();

@@ -92,9 +92,10 @@ std::string clock_summary(const ServerProc& server) {
 }
 
 Status Service::start() {
-  const RunResult r = test_support::run_command(
-      {script_, "start", kind_, dir_, "--owner", std::to_string(getpid())}, dir_ + ".start",
-      {.die_with_parent = true});
+  std::vector<std::string> argv = {script_, "start",   kind_,
+                                   dir_,    "--owner", std::to_string(getpid())};
+  argv.insert(argv.end(), start_args_.begin(), start_args_.end());
+  const RunResult r = test_support::run_command(argv, dir_ + ".start", {.die_with_parent = true});
   url_ = trim(r.out);
   if (r.exit_code != 0 || url_.empty()) {
     return Status::Unavailable(fmt::format("test-services start {} failed (exit {}): {}", kind_,
@@ -108,6 +109,18 @@ Status Service::stop() {
       test_support::run_command({script_, "stop", dir_}, dir_ + ".stop", {.die_with_parent = true});
   if (r.exit_code != 0) {
     return Status::IoError(fmt::format("test-services stop {}: {}", kind_, trim(r.err)));
+  }
+  return Status::Ok();
+}
+
+Status Service::command(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {script_, args.front(), dir_};
+  argv.insert(argv.end(), args.begin() + 1, args.end());
+  const RunResult r =
+      test_support::run_command(argv, dir_ + "." + args.front(), {.die_with_parent = true});
+  if (r.exit_code != 0) {
+    return Status::IoError(
+        fmt::format("test-services {} {}: {}", args.front(), kind_, trim(r.err)));
   }
   return Status::Ok();
 }

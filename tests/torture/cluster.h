@@ -29,17 +29,26 @@ namespace idforge::torture {
 // One service started by scripts/test-services in its own directory.
 class Service {
  public:
-  Service(std::string script, std::string kind, std::string dir)
-      : script_(std::move(script)), kind_(std::move(kind)), dir_(std::move(dir)) {}
+  // `start_args` follow `start KIND DIR` (e.g. --primary PDIR for a postgres-replica).
+  Service(std::string script, std::string kind, std::string dir,
+          std::vector<std::string> start_args = {})
+      : script_(std::move(script)),
+        kind_(std::move(kind)),
+        dir_(std::move(dir)),
+        start_args_(std::move(start_args)) {}
   Status start();
   Status stop();
   Status restart();
+  // Any other command of the script on this server: {"kill"}, {"promote"},
+  // {"rebuild-replica", "--primary", PDIR}.
+  Status command(const std::vector<std::string>& args);
   const std::string& url() const { return url_; }
   const std::string& kind() const { return kind_; }
   const std::string& dir() const { return dir_; }
 
  private:
   std::string script_, kind_, dir_, url_;
+  std::vector<std::string> start_args_;
 };
 
 struct ServerConfig {

@@ -127,6 +127,32 @@ void restart_service(Run& run, Service& service, milliseconds down) {
   expect_ready(run, service.kind() + " came back");
 }
 
+// The replica is cut off while the nodes keep taking ranges from the primary, the
+// primary dies (SIGKILL), and the replica is promoted: the ranges of the lag are lost,
+// and only the segment guard keeps them from being handed out again. The old primary
+// is then rebuilt as the new one's replica, so the next failover goes the other way.
+void postgres_failover(Run& run) {
+  auto step = [&run](Status st, const std::string& what) {
+    if (!st.ok()) run.fail(what + ": " + st.message());
+    return st.ok();
+  };
+  if (!step(run.pg_replica->stop(), "stopping the replica")) return;
+  run.log("replica cut off; the primary goes on alone");
+  run.idle(milliseconds(1500));
+  if (!step(run.postgres->command({"kill"}), "SIGKILL of the primary")) return;
+  run.log("primary SIGKILLed");
+  if (!step(run.pg_replica->restart(), "restarting the replica")) return;
+  if (!step(run.pg_replica->command({"promote"}), "promoting the replica")) return;
+  run.log("replica promoted");
+  if (!step(run.postgres->command({"rebuild-replica", "--primary", run.pg_replica->dir()}),
+            "rebuilding the old primary as a replica")) {
+    return;
+  }
+  std::swap(run.postgres, run.pg_replica);
+  run.log("old primary is the new replica");
+  expect_ready(run, "PostgreSQL failover");
+}
+
 }  // namespace
 
 std::string grouped(uint64_t n) {
@@ -195,6 +221,8 @@ std::string fault_name(FaultKind kind) {
       return "PostgreSQL stopped + started";
     case FaultKind::kPausePastTtl:
       return "SIGSTOP past the lease TTL + SIGCONT";
+    case FaultKind::kPostgresFailover:
+      return "PostgreSQL primary SIGKILLed, lagging replica promoted";
   }
   return "?";
 }
@@ -208,6 +236,7 @@ std::vector<Step> short_schedule() {
       {FaultKind::kCoordinatorRestart, 0, 0, milliseconds(5000)},
       {FaultKind::kClockBack1s, 0, 0, milliseconds(5000)},
       {FaultKind::kPostgresRestart, 0, 0, milliseconds(5000)},
+      {FaultKind::kPostgresFailover, 0, 0, milliseconds(4000)},
       {FaultKind::kPausePastTtl, 1, 0, milliseconds(5000)},
       {FaultKind::kRestartClockBack, 0, 1000, milliseconds(5000)},
       {FaultKind::kRestartClockBack, 2, 30'000, milliseconds(5000)},
@@ -235,7 +264,8 @@ void inject(Run& run, const Step& step) {
     label += fmt::format(" ({} ms)", step.clock_back_ms);
   }
   run.log("== fault: {}{}", label,
-          step.kind == FaultKind::kCoordinatorRestart || step.kind == FaultKind::kPostgresRestart
+          step.kind == FaultKind::kCoordinatorRestart || step.kind == FaultKind::kPostgresRestart ||
+                  step.kind == FaultKind::kPostgresFailover
               ? ""
               : " on " + name);
   ++run.faults[fault_name(step.kind)];
@@ -275,6 +305,9 @@ void inject(Run& run, const Step& step) {
       break;
     case FaultKind::kPausePastTtl:
       pause_past_ttl(run, target);
+      break;
+    case FaultKind::kPostgresFailover:
+      postgres_failover(run);
       break;
   }
 }

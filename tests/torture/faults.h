@@ -20,12 +20,14 @@ enum class FaultKind {
   kCoordinatorRestart,  // stop Redis/etcd past the lease TTL, start it again
   kPostgresRestart,     // stop PostgreSQL for a while, start it again
   kPausePastTtl,        // SIGSTOP past the TTL; a replacement takes over; SIGCONT
+  kPostgresFailover,    // the replica falls behind, the primary is SIGKILLed, the replica
+                        // is promoted, and the old primary becomes its replica
 };
 
 inline constexpr FaultKind kAllFaults[] = {
     FaultKind::kKillRestart,     FaultKind::kClockBack10ms,    FaultKind::kClockBack1s,
     FaultKind::kClockBack30s,    FaultKind::kRestartClockBack, FaultKind::kCoordinatorRestart,
-    FaultKind::kPostgresRestart, FaultKind::kPausePastTtl};
+    FaultKind::kPostgresRestart, FaultKind::kPausePastTtl,     FaultKind::kPostgresFailover};
 
 std::string fault_name(FaultKind kind);
 

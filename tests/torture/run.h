@@ -29,7 +29,9 @@ struct Options {
   bool keep = false;
   bool sabotage = false;  // two servers share a static worker id: the check must fail
   double rate = 0;        // IDs per second, all clients together; 0: as fast as they can
-  int ttl_ms = 2000;
+  // Redis leases are safe by timing only while max_drift_ms < ttl_ms / 3 (held_lease.cc):
+  // 3600 leaves room for the default 1000.
+  int ttl_ms = 3600;
   int threads = 2;  // client threads per protocol per server
 };
 
@@ -40,7 +42,9 @@ class Run {
   Options options;
   std::mt19937_64 rng;
   std::string work_dir;
-  std::unique_ptr<Service> postgres;
+  std::unique_ptr<Service> postgres;    // the primary
+  std::unique_ptr<Service> pg_replica;  // its asynchronous streaming replica
+  std::string store_url;                // libpq multi-host: whichever accepts writes
   std::unique_ptr<Service> coordinator;
   std::vector<std::unique_ptr<ServerProc>> servers;  // the nodes, then the spare (if any)
   ServerProc* spare = nullptr;

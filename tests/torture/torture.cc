@@ -55,7 +55,7 @@ const char* kUsage =
     "  --scripts DIR         where scripts/test-services is\n"
     "  --rate N              IDs per second for all clients together (default 0: no cap)\n"
     "  --threads N           connections per protocol per server (default 2)\n"
-    "  --ttl-ms MS           lease TTL (default 2000)\n"
+    "  --ttl-ms MS           lease TTL (default 3600)\n"
     "  --keep                keep the work directory (always kept when the run fails)\n";
 
 bool parse_options(int argc, char** argv, Options* options) {
@@ -141,7 +141,21 @@ Status start_cluster(Run& run) {
   run.postgres = std::make_unique<Service>(script, "postgres", run.work_dir + "/postgres");
   run.coordinator = std::make_unique<Service>(script, o.registry, run.work_dir + "/" + o.registry);
   IDFORGE_RETURN_IF_ERROR(run.postgres->start());
-  run.log("PostgreSQL: {}", run.postgres->url());
+  run.pg_replica =
+      std::make_unique<Service>(script, "postgres-replica", run.work_dir + "/postgres-b",
+                                std::vector<std::string>{"--primary", run.postgres->dir()});
+  IDFORGE_RETURN_IF_ERROR(run.pg_replica->start());
+  // Both servers, primary first: libpq takes whichever accepts writes, so the nodes
+  // follow a failover (faults.cc, kPostgresFailover) through the one URL.
+  auto port_of = [](const std::string& url) {
+    const size_t colon = url.rfind(':');
+    return url.substr(colon + 1, url.find('/', colon) - colon - 1);
+  };
+  run.store_url = fmt::format(
+      "postgres://idforge@127.0.0.1:{},127.0.0.1:{}/idforge?target_session_attrs=read-write&"
+      "connect_timeout=2",
+      port_of(run.postgres->url()), port_of(run.pg_replica->url()));
+  run.log("PostgreSQL: {} (primary + asynchronous replica)", run.store_url);
   IDFORGE_RETURN_IF_ERROR(run.coordinator->start());
   run.log("coordinator: {}", run.coordinator->url());
 
@@ -149,7 +163,7 @@ Status start_cluster(Run& run) {
   for (int t = 0; t < 2; ++t) {
     const test_support::RunResult r =
         test_support::run_command({o.idforge, "tag", "create", kTags[t], "--step",
-                                   std::to_string(steps[t]), "--store", run.postgres->url()},
+                                   std::to_string(steps[t]), "--store", run.store_url},
                                   run.work_dir + "/tag-create", {.die_with_parent = true});
     if (r.exit_code != 0) return Status::Internal("idforge tag create failed: " + r.err);
   }
@@ -158,16 +172,19 @@ Status start_cluster(Run& run) {
       fmt::format("{}?ttl_ms={}&cluster=torture", run.coordinator->url(), o.ttl_ms);
   // Small segments and batches: many store round trips, so that the PostgreSQL outage
   // reaches the clients.
-  run.common_args = {"--store", run.postgres->url(),   "--max-count", "1000", "--max-step",
-                     "5000",    "--shutdown-grace-ms", "3000"};
+  run.common_args = {"--store",    run.store_url, "--max-count",         "1000",
+                     "--max-step", "5000",        "--shutdown-grace-ms", "3000"};
   std::vector<std::vector<std::string>> node_args;
+  // node-3 runs ahead of its clock: 60 s on etcd, which keeps the mark durably; on Redis,
+  // whose leases are safe by timing, only below a third of the TTL (held_lease.cc).
+  const std::string ahead_ms = o.registry == "etcd" ? "60000" : std::to_string(o.ttl_ms / 3 - 50);
   if (o.sabotage) {
     // The broken configuration: two servers told to use the same worker id.
     node_args = {{"--registry", "static:0/1"}, {"--registry", "static:0/1"}};
   } else {
     node_args = {{"--registry", registry},
                  {"--registry", registry, "--policy", "ring"},
-                 {"--registry", registry, "--max-drift-ms", "60000"}};
+                 {"--registry", registry, "--max-drift-ms", ahead_ms}};
   }
   for (size_t i = 0; i < node_args.size(); ++i) {
     ServerConfig config;
@@ -426,7 +443,7 @@ int torture_main(int argc, char** argv) {
     }
     status = report(run, clients);
   }
-  for (Service* service : {run.coordinator.get(), run.postgres.get()}) {
+  for (Service* service : {run.coordinator.get(), run.postgres.get(), run.pg_replica.get()}) {
     if (service != nullptr && !service->stop().ok()) {
       fmt::print(stderr, "idforge_torture: stopping {} failed\n", service->kind());
     }

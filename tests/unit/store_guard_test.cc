@@ -39,7 +39,12 @@ class RewindableStore final : public SegmentStore {
     max_[spec.name] = spec.start - 1;
     return Status::Ok();
   }
-  Result<std::vector<TagInfo>> list_tags() override { return std::vector<TagInfo>{}; }
+  Result<std::vector<TagInfo>> list_tags() override {
+    std::lock_guard lock(mu_);
+    std::vector<TagInfo> out;
+    for (const auto& [name, max_id] : max_) out.push_back(TagInfo{name, max_id, 100, "", "", 0});
+    return out;
+  }
   Result<TagInfo> get_tag(std::string_view) override { return TagInfo{}; }
   Status set_step(std::string_view, uint64_t) override { return Status::Ok(); }
   std::string describe() const override { return "memory:test"; }
