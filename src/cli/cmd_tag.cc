@@ -294,8 +294,12 @@ int run_served(const TagFlags& flags) {
       }
     }
     if (!st.ok()) {
-      print_error(st.message());
-      if (first_error.ok()) first_error = st;
+      // The first error closes the output (fail() prints it); the others are said here.
+      if (first_error.ok()) {
+        first_error = st;
+      } else {
+        print_error(st.message());
+      }
     }
   }
   uint64_t top = 0;

@@ -258,24 +258,28 @@ std::string Metrics::render(const IdService& service) const {
 
   header(out, "idforge_segment_store_up", "gauge", "1 when the segment store answered last time.");
   sample(out, "idforge_segment_store_up", s.segments_ok ? 1 : 0);
-  // The failover guard (store_guard.h), per store place.
-  header(out, "idforge_segment_ranges_refused_total", "counter",
-         "Ranges a store handed out at or below what this node had served of the tag.");
-  for (const StoreStatus& st : s.stores) {
-    fmt::format_to(to(), "idforge_segment_ranges_refused_total{{place=\"{}\"}} {}\n",
-                   st.guard.place, st.guard.refused_ranges);
-  }
-  header(out, "idforge_segment_ranges_foreign_total", "counter",
-         "Ranges skipped because another store history than the verified one committed them.");
-  for (const StoreStatus& st : s.stores) {
-    fmt::format_to(to(), "idforge_segment_ranges_foreign_total{{place=\"{}\"}} {}\n",
-                   st.guard.place, st.guard.foreign_ranges);
-  }
-  header(out, "idforge_segment_store_identity_changes_total", "counter",
-         "Store history changes this node applied (moved every tag forward by the margin).");
-  for (const StoreStatus& st : s.stores) {
-    fmt::format_to(to(), "idforge_segment_store_identity_changes_total{{place=\"{}\"}} {}\n",
-                   st.guard.place, st.guard.identity_changes);
+  // The failover guard (store_guard.h): one counter per store place.
+  const struct {
+    const char* name;
+    const char* help;
+    uint64_t store::GuardStatus::*field;
+  } guard_counters[] = {
+      {"idforge_segment_ranges_refused_total",
+       "Ranges a store handed out at or below what this node had served of the tag.",
+       &store::GuardStatus::refused_ranges},
+      {"idforge_segment_ranges_foreign_total",
+       "Ranges skipped because another store history than the verified one committed them.",
+       &store::GuardStatus::foreign_ranges},
+      {"idforge_segment_store_identity_changes_total",
+       "Store history changes this node applied (moved every tag forward by the margin).",
+       &store::GuardStatus::identity_changes},
+  };
+  for (const auto& counter : guard_counters) {
+    header(out, counter.name, "counter", counter.help);
+    for (const StoreStatus& st : s.stores) {
+      fmt::format_to(to(), "{}{{place=\"{}\"}} {}\n", counter.name, st.guard.place,
+                     st.guard.*counter.field);
+    }
   }
   header(out, "idforge_segment_buffer_fill", "gauge",
          "Share of a tag's current segment still unused (buffer=\"current\") and whether the "

@@ -250,6 +250,34 @@ TEST_F(TagTest, ExplicitStoreLeavesTheDataDirAlone) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/node/segments.db"));
 }
 
+// A store that lost a tag must not get it back below what was served: the data
+// directory remembers, `tag served` tells, and `tag create` refuses a start at or below it.
+TEST_F(TagTest, ARecreatedTagMustStartAboveWhatThisDataDirServed) {
+  const std::string node = dir_ + "/node";
+  const std::string lost = "sqlite:" + dir_ + "/lost.db";
+  ASSERT_EQ(
+      run_idforge({"tag", "create", "order", "--step", "100", "--store", lost, "--data-dir", node})
+          .exit_code,
+      0);
+  EXPECT_EQ(next_ids("order", 5, {"--store", lost, "--data-dir", node}).front(), 1u);
+
+  RunResult served = run_idforge({"tag", "served", "order", "--data-dir", node, "--json"});
+  ASSERT_EQ(served.exit_code, 0) << served.summary();
+  EXPECT_NE(served.out.find("\"highest\":\"100\""), std::string::npos) << served.out;
+  EXPECT_NE(served.out.find("\"start_above\":\"100\""), std::string::npos) << served.out;
+
+  const std::string fresh = "sqlite:" + dir_ + "/fresh.db";
+  RunResult refused = run_idforge({"tag", "create", "order", "--store", fresh, "--data-dir", node});
+  EXPECT_TRUE(is_usage_error(refused, "--start 101")) << refused.summary();
+  ASSERT_EQ(run_idforge(
+                {"tag", "create", "order", "--start", "101", "--store", fresh, "--data-dir", node})
+                .exit_code,
+            0);
+  // This node knew its store place under another history, so the new store's tags also
+  // move forward by the failover margin (docs/stores.md): above 100 in any case.
+  EXPECT_GT(next_ids("order", 1, {"--store", fresh, "--data-dir", node}).front(), 100u);
+}
+
 TEST_F(TagTest, StripedOverTwoStoresIdsAreDistinctAndUseBothResidues) {
   const std::vector<std::string> stores = {"--store",    "sqlite:" + dir_ + "/a.db",
                                            "--store",    "sqlite:" + dir_ + "/b.db",

@@ -221,34 +221,23 @@ Result<Server> Services::start_replica(const Server& primary, const std::string&
   return server;
 }
 
-Status Services::promote(const Server& server) {
-  const RunResult r =
-      run_script({script_path("test-services"), "promote", server.dir}, server.dir);
-  if (r.exit_code != 0)
-    return Status::IoError("scripts/test-services promote " + server.dir + " failed");
+namespace {
+
+// `scripts/test-services VERB DIR` on one server.
+Status on_server(const std::string& verb, const Server& server) {
+  const RunResult r = run_script({script_path("test-services"), verb, server.dir}, server.dir);
+  if (r.exit_code != 0) {
+    return Status::IoError("scripts/test-services " + verb + " " + server.dir + " failed");
+  }
   return Status::Ok();
 }
 
-Status Services::kill(const Server& server) {
-  const RunResult r = run_script({script_path("test-services"), "kill", server.dir}, server.dir);
-  if (r.exit_code != 0)
-    return Status::IoError("scripts/test-services kill " + server.dir + " failed");
-  return Status::Ok();
-}
+}  // namespace
 
-Status Services::pause(const Server& server) {
-  const RunResult r = run_script({script_path("test-services"), "pause", server.dir}, server.dir);
-  if (r.exit_code != 0)
-    return Status::IoError("scripts/test-services pause " + server.dir + " failed");
-  return Status::Ok();
-}
-
-Status Services::resume(const Server& server) {
-  const RunResult r = run_script({script_path("test-services"), "resume", server.dir}, server.dir);
-  if (r.exit_code != 0)
-    return Status::IoError("scripts/test-services resume " + server.dir + " failed");
-  return Status::Ok();
-}
+Status Services::promote(const Server& server) { return on_server("promote", server); }
+Status Services::kill(const Server& server) { return on_server("kill", server); }
+Status Services::pause(const Server& server) { return on_server("pause", server); }
+Status Services::resume(const Server& server) { return on_server("resume", server); }
 
 RunResult Services::client(const Server& server, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {script_path("test-services"), "client", server.dir};
