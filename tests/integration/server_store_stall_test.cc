@@ -31,9 +31,11 @@ using Ms = std::chrono::milliseconds;
 
 // Large on purpose: a request that waits for the reservation waits this long and then
 // fails, which no scheduler hiccup on a busy machine comes near.
-constexpr int64_t kMaxWaitMs = 1000;
-// What "no added latency" allows: far below kMaxWaitMs, far above a preempted thread.
-constexpr auto kLongestAllowed = Ms(250);
+constexpr int64_t kMaxWaitMs = 2000;
+// A request that waited on the reservation takes kMaxWaitMs and fails; anything well
+// below it did not wait. Scheduler hiccups on this busy 2-core machine reach ~600 ms in
+// the baseline too, so a tighter bound would time the machine, not the server.
+constexpr auto kLongestAllowed = Ms(1500);
 
 int stall_seconds() {
   const char* text = std::getenv("IDFORGE_STALL_SECONDS");
