@@ -367,11 +367,14 @@ TEST(SegmentFailoverTest, AnSqliteFileRestoredFromAnOlderCopyRepeatsNoId) {
     a.stop_pulling();
     before = a.ids();
   }
-  // The node stops; the operator restores the older copy over the file.
+  // The node stops; the operator restores the older copy in place of the file (copied
+  // while the original still exists, so it is another file, then renamed over it: a
+  // copy written after the original is deleted may reuse its inode number).
+  fs::copy_file(dir + "/backup.db", dir + "/restoring.db");
   fs::remove(path);
   fs::remove(path + "-wal");
   fs::remove(path + "-shm");
-  fs::copy_file(dir + "/backup.db", path);
+  fs::rename(dir + "/restoring.db", path);
   Node again("a", node_dir);
   ASSERT_TRUE(again.open({url}, tag).ok());
   again.start_pulling();

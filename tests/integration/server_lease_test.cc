@@ -32,6 +32,9 @@ ServiceConfig config_on(const Server& redis, const std::string& name, int64_t tt
   config.data_dir = Services::get().make_dir(name);
   config.registry_url = redis.url + "?ttl_ms=" + std::to_string(ttl_ms) + "&cluster=" + name;
   config.identity = name + "-node";
+  // A Redis lease is safe by timing only while IDs run less than a third of the TTL
+  // ahead of the clock (held_lease.cc refuses more).
+  config.max_drift_ms = std::min<int64_t>(config.max_drift_ms, ttl_ms / 3 - 100);
   return config;
 }
 
