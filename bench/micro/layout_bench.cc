@@ -9,7 +9,7 @@ namespace {
 
 void BM_LayoutDecodeTwitter(benchmark::State& state) {
   const idforge::Layout& layout = idforge::Layout::twitter();
-  uint64_t id = 910499571847892992;  // the ID DESIGN.md's `idforge parse` example uses
+  uint64_t id = 910499571847892992;  // the ID the published `idforge parse` example (tests/data/published_snowflake.txt) uses
   for (auto _ : state) {
     idforge::Result<idforge::DecodedId> decoded = layout.decode(id);
     benchmark::DoNotOptimize(decoded);

@@ -3,7 +3,7 @@
 // Before a generator issues an ID at time T it makes sure a mark >= T is durable here;
 // a restarted generator starts strictly above the stored mark. So a crash, or a clock
 // set back while the process was down, can lose unused IDs but never repeat one
-// (DESIGN.md section 3, invariant 2). Implementations: a file (src/coord/), a lease
+// (docs/reliability.md, invariant 2). Implementations: a file (src/coord/), a lease
 // in a coordinator (etcd, ZooKeeper, Redis), and MemoryHighWaterStore for tests.
 // Implementations must be thread-safe.
 #pragma once

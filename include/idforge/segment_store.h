@@ -1,4 +1,4 @@
-// SegmentStore: where segment-mode tags live (DESIGN.md section 4), and RangeSource,
+// SegmentStore: where segment-mode tags live (docs/stores.md), and RangeSource,
 // the one call the double buffer needs from it.
 //
 // A tag is a named sequence: one row (or hash) holding max_id and step. allocate() moves

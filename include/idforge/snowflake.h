@@ -8,7 +8,7 @@
 // read of the clock. IDs of one generator strictly increase in the order the calls
 // take effect, whatever the clock does (the `ring` policy trades this for
 // availability: after a rollback it fills unused sequences of recent ticks, so IDs
-// stay unique but may be lower than earlier ones). See DESIGN.md section 3.
+// stay unique but may be lower than earlier ones). See docs/snowflake.md.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // WorkerRegistry: leases on worker ids, so no two live generators share one
-// (DESIGN.md section 5, invariant 3).
+// (docs/reliability.md, invariant 3).
 //
 // A slot is a number in [0, 2^(datacenter bits + worker bits)); slot s is datacenter
 // s >> worker_bits, worker s & (2^worker_bits - 1). acquire() hands an identity

@@ -135,7 +135,7 @@ int serve(const ServeConfig& config) {
   std::signal(SIGPIPE, SIG_IGN);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  // DESIGN.md section 5: the identity is host:port unless configured, so a restarted
+  // docs/operations.md, "Worker ids": the identity is host:port unless configured, so a restarted
   // server gets its old slot back and two servers on one host keep theirs apart.
   server::ServiceConfig service_config = config.service;
   if (service_config.identity.empty()) {

@@ -1,4 +1,4 @@
-// The etcd WorkerRegistry (DESIGN.md section 5), through etcd's v3 JSON gateway. Keys,
+// The etcd WorkerRegistry (docs/operations.md, "Worker ids"), through etcd's v3 JSON gateway. Keys,
 // for cluster C:
 //
 //   /idforge/C/workers/<slot>        the live lock: the holder's identity, attached to

@@ -1,4 +1,4 @@
-// The Redis WorkerRegistry (DESIGN.md section 5). Keys, for cluster C:
+// The Redis WorkerRegistry (docs/operations.md, "Worker ids"). Keys, for cluster C:
 //
 //   idforge:C:worker:<slot>      the lease: "<identity>#<32 hex>" (the token), PX ttl
 //   idforge:C:identity:<id>      the slot an identity last held; no TTL

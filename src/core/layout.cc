@@ -78,7 +78,7 @@ struct PresetDef {
   std::vector<Field> fields;
 };
 
-// DESIGN.md section 3; each line's source is in tests/data/snowflake_vectors.txt.
+// docs/snowflake.md; each line's source is in tests/data/snowflake_vectors.txt.
 const std::vector<PresetDef>& preset_defs() {
   using R = FieldRole;
   static const std::vector<PresetDef> defs = {

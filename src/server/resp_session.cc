@@ -186,7 +186,7 @@ class RespSession final : public Session {
   std::vector<Ulid> ulids_;
 };
 
-// One table, one handler per command (STYLE.md, "Redis"). The hot ones come first.
+// One table, one handler per command (a table as Redis does). The hot ones come first.
 constexpr CommandSpec kCommands[] = {
     {"incr", 2, 2, Route::kSegment, &RespSession::incr},
     {"id.next", 2, 3, Route::kSegment, &RespSession::id_next},

@@ -1,5 +1,5 @@
 // `idforge layout` and `layouts`: fields, epoch, tick and capacity, against the
-// figures DESIGN.md gives for each preset.
+// figures docs/snowflake.md gives for each preset.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

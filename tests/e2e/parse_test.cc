@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-// The worked example of the original algorithm (DESIGN.md, vectors/snowflake.txt).
+// The worked example of the original algorithm (tests/data/published_snowflake.txt).
 constexpr const char* kVectorId = "910499571847892992";
 
 json parse_json(const RunResult& r) {

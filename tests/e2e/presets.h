@@ -1,4 +1,4 @@
-// The preset layouts as DESIGN.md section 3 defines them, written out independently of
+// The preset layouts as docs/snowflake.md lists them, written out independently of
 // the library so that the tests check the binary against the design, not against the
 // code under test.
 #pragma once

@@ -166,7 +166,7 @@ TEST_F(HttpRoutesTest, SerialNumbersFollowTheTemplate) {
   EXPECT_EQ(service_->metrics().ids(IdKind::kSerial), 3u);
 }
 
-// DESIGN.md's worked example (vectors/snowflake.txt): datacenter 17, worker 25.
+// the published worked example (tests/data/published_snowflake.txt): datacenter 17, worker 25.
 TEST_F(HttpRoutesTest, DecodeTheTwitterExample) {
   Response r = one_get("/v1/decode/910499571847892992");
   ASSERT_EQ(r.status, 200);

@@ -33,7 +33,7 @@ struct ExpectedPreset {
   std::vector<ExpectedField> fields;
 };
 
-// DESIGN.md section 3; shifts worked out by hand (sum of the widths below each field).
+// docs/snowflake.md; shifts worked out by hand (sum of the widths below each field).
 const std::vector<ExpectedPreset>& expected_presets() {
   using R = FieldRole;
   static const std::vector<ExpectedPreset> presets = {
@@ -350,7 +350,7 @@ TEST(LayoutParse, MalformedSpecQuotesTheBadPart) {
 // --- decode / compose -----------------------------------------------------------------
 
 TEST(LayoutDecode, TwitterWorkedExample) {
-  // shared/vectors/snowflake.txt, first line.
+  // tests/data/published_snowflake.txt, first line.
   Result<DecodedId> d = Layout::twitter().decode(910499571847892992);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->id, 910499571847892992u);

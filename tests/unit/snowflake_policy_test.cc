@@ -1,4 +1,4 @@
-// Clock rollback under each policy (DESIGN.md section 3): rollbacks of 1 ms, 5 ms and
+// Clock rollback under each policy (docs/reliability.md): rollbacks of 1 ms, 5 ms and
 // 10 s, the ring window's edges, and overflow inside a revisited tick.
 #include <gtest/gtest.h>
 

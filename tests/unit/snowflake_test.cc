@@ -28,7 +28,7 @@ TEST(SnowflakeTest, FirstIdCarriesClockNodeAndSequenceZero) {
   EXPECT_EQ(p.datacenter, 3u);
   EXPECT_EQ(p.worker, 7u);
   EXPECT_EQ(p.sequence, 0u);
-  // The formula of DESIGN.md section 3.
+  // The formula of docs/snowflake.md.
   EXPECT_EQ(*id, (uint64_t(kT0 - 1288834974657) << 22) | (3u << 17) | (7u << 12));
 }
 

@@ -1,6 +1,6 @@
-// Published Snowflake IDs (tests/data/snowflake_vectors.txt and, when present, the shared
-// shared/vectors/snowflake.txt) must decode to exactly their documented fields and
-// compose back to the same id. The file format is described at the top of the data file.
+// Published Snowflake IDs (tests/data/snowflake_vectors.txt and the published worked
+// examples in tests/data/published_snowflake.txt) must decode to exactly their documented fields
+// and compose back to the same id. The file format is described at the top of the data file.
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
@@ -20,14 +20,15 @@
 #error "IDFORGE_TEST_DATA_DIR must name tests/data"
 #endif
 #ifndef IDFORGE_SHARED_VECTORS_DIR
-#error "IDFORGE_SHARED_VECTORS_DIR must name shared/vectors"
+#error "IDFORGE_SHARED_VECTORS_DIR must name tests/data"
 #endif
 
 namespace idforge {
 namespace {
 
 const std::string kProjectFile = std::string(IDFORGE_TEST_DATA_DIR) + "/snowflake_vectors.txt";
-const std::string kSharedFile = std::string(IDFORGE_SHARED_VECTORS_DIR) + "/snowflake.txt";
+const std::string kSharedFile =
+    std::string(IDFORGE_SHARED_VECTORS_DIR) + "/published_snowflake.txt";
 
 struct Vector {
   std::string where;  // file:line, for failure messages
