@@ -70,6 +70,11 @@ struct SnowflakeOptions {
   // How far ahead of the issued time the stored mark runs; a restart may skip up to
   // this much time, and the store is written about twice per reserve_ms under load.
   int64_t reserve_ms = 1000;
+  // The mark is written again once less than this is left ahead (0: reserve_ms / 2).
+  // A reservation renewed early, with little issued since, is what keeps IDs flowing
+  // through a store outage of nearly reserve_ms (the server's lease marks,
+  // docs/operations.md "Worker ids"); at most reserve_ms - 1.
+  int64_t renew_below_ms = 0;
   // Whether next() may write the mark itself when the reservation runs short: a store
   // round trip (to a coordinator, for a lease's mark) on the caller's thread. false:
   // only renew_reservation() writes it, which a background thread must then call; a
@@ -145,7 +150,7 @@ class SnowflakeGenerator {
   bool fenced() const { return fenced_.load(std::memory_order_acquire); }
 
   // Writes a fresh mark (reserve_ms past the clock or the last ID issued, whichever is
-  // later) if less than half the reserve is left ahead of either. Called by a
+  // later) if less than renew_below_ms is left ahead of either. Called by a
   // background timer so that next() rarely (store_on_next) or never writes it itself.
   Status renew_reservation();
 
@@ -250,6 +255,7 @@ class SnowflakeGenerator {
   const int64_t max_wait_ms_;
   const uint64_t ring_ticks_;
   const int64_t reserve_ms_;
+  const int64_t renew_below_ms_;  // renew the mark when less than this is left
   const int64_t startup_wait_ms_;
   const int64_t max_step_ms_;
   Clock* const clock_;

@@ -133,8 +133,9 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.service.max_wait_ms); }},
 
     {{"segment.stores", "IDFORGE_STORE", "--store", "URL", "sqlite:DATA_DIR/segments.db",
-      "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB or redis://HOST:PORT; "
-      "several stripe each tag over them (always the same stores, same order)",
+      "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, redis://HOST:PORT or "
+      "redis-sentinel://HOST:PORT,.../MASTER; several stripe each tag over them (always the same "
+      "stores, same order)",
       /*list=*/true},
      {Kind::kStores},
      [](ServeConfig& c, Value& v) { c.service.store_urls = std::move(v.list); },
@@ -174,8 +175,9 @@ constexpr Spec kSpecs[] = {
      "UTC"},
 
     {{"worker.registry", "IDFORGE_REGISTRY", "--registry", "URL", "local: in DATA_DIR/workers",
-      "Worker-id registry: local:DIR, static:DC/WORKER, redis://HOST:PORT, etcd://HOST:PORT "
-      "or zookeeper://HOST:PORT/PATH, each optionally with ?ttl_ms=N&cluster=NAME"},
+      "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, redis://HOST:PORT, "
+      "redis-sentinel://HOST:PORT,.../MASTER, etcd://HOST:PORT,... or "
+      "zookeeper://HOST:PORT,.../PATH, each optionally with ?ttl_ms=N&cluster=NAME"},
      {Kind::kRegistry},
      [](ServeConfig& c, Value& v) { c.service.registry_url = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.registry_url); },
@@ -232,10 +234,10 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.net.worker_threads); }},
 };
 
-constexpr std::string_view kStoreSchemes[] = {"sqlite:", "postgres://", "postgresql://",
-                                              "redis://"};
-constexpr std::string_view kRegistrySchemes[] = {"local:", "static:", "redis://", "etcd://",
-                                                 "zookeeper://"};
+constexpr std::string_view kStoreSchemes[] = {"sqlite:", "postgres://", "postgresql://", "redis://",
+                                              "redis-sentinel://"};
+constexpr std::string_view kRegistrySchemes[] = {"local:",  "static:",           "redis://",
+                                                 "etcd://", "redis-sentinel://", "zookeeper://"};
 
 template <size_t N>
 bool has_scheme(std::string_view url, const std::string_view (&schemes)[N]) {
@@ -326,7 +328,8 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
       if (!text.empty() && !has_scheme(text, kRegistrySchemes)) {
         return Status::InvalidArgument(
             fmt::format("{}: unknown registry URL {} (expected local:DIR, static:DC/WORKER, "
-                        "redis://HOST:PORT, etcd://HOST:PORT or zookeeper://HOST:PORT/PATH)",
+                        "static:ordinal, redis://HOST:PORT, redis-sentinel://HOST:PORT/MASTER, "
+                        "etcd://HOST:PORT or zookeeper://HOST:PORT/PATH)",
                         subject, quote_text(text)));
       }
       return Status::Ok();
@@ -352,10 +355,10 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
 Status add_store(const std::string& subject, const std::string& url,
                  std::vector<std::string>& list) {
   if (!has_scheme(url, kStoreSchemes)) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: unknown store URL {} (expected sqlite:PATH, postgres://USER@HOST:PORT/DB or "
-        "redis://HOST:PORT)",
-        subject, quote_text(url)));
+    return Status::InvalidArgument(
+        fmt::format("{}: unknown store URL {} (expected sqlite:PATH, postgres://USER@HOST:PORT/DB, "
+                    "redis://HOST:PORT or redis-sentinel://HOST:PORT/MASTER)",
+                    subject, quote_text(url)));
   }
   // The position of a store is part of every ID it issues; a repeated one would
   // silently change K.

@@ -10,9 +10,10 @@ namespace idforge::cli {
 void add_registry_flags(CLI::App& cmd, RegistryFlags& flags, bool required, bool with_identity) {
   CLI::Option* registry =
       cmd.add_option("--registry", flags.url,
-                     "Worker-id registry: local:DIR, static:DC/WORKER, redis://HOST:PORT, "
-                     "etcd://HOST:PORT or zookeeper://HOST:PORT/PATH, each optionally with "
-                     "?ttl_ms=N&cluster=NAME")
+                     "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, "
+                     "redis://HOST:PORT, redis-sentinel://HOST:PORT,.../MASTER, "
+                     "etcd://HOST:PORT,... or zookeeper://HOST:PORT,.../PATH, each optionally "
+                     "with ?ttl_ms=N&cluster=NAME (docs/operations.md, \"Worker ids\")")
           ->type_name("URL");
   if (required) registry->required();
   if (with_identity) {

@@ -2,33 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
 #include <charconv>
 #include <chrono>
 #include <exception>
 #include <utility>
 
+#include "coord/etcd_connection.h"
+
 namespace idforge::coord {
 namespace {
 
-namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using net::ip::tcp;
-using ErrorCode = boost::system::error_code;
+using ErrorCode = EtcdConnection::ErrorCode;
 using nlohmann::json;
-
-// A status() over a large slot space reads every taken slot in one answer; anything
-// past this is not an etcd we understand.
-constexpr uint64_t kMaxAnswerBytes = 256u << 20;
 
 constexpr std::string_view kBase64Alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -166,187 +155,186 @@ json get(std::string_view key) {
 }
 }  // namespace etcd_txn
 
-// One keep-alive connection and the io_context that drives it. Beast's timeouts apply
-// to asynchronous operations only, so each step starts one and runs the context until
-// it completes; tcp_stream's timer closes the socket at the deadline, which completes
-// the operation with beast::error::timeout.
-class EtcdClient::Connection {
- public:
-  bool is_open() const { return open_; }
+namespace {
 
-  ErrorCode connect(const std::string& host, const std::string& port,
-                    std::chrono::milliseconds timeout) {
-    close();
-    ErrorCode ec;
-    tcp::resolver::results_type endpoints;
-    const net::ip::address address = net::ip::make_address(host, ec);
-    tcp::resolver resolver(ioc_);
-    if (!ec) {
-      endpoints =
-          resolver.resolve(address.to_string(), port,
-                           tcp::resolver::numeric_host | tcp::resolver::numeric_service, ec);
-    } else {
-      // Synchronous: a name lookup is not bounded by connect_ms (getaddrinfo cannot be
-      // cancelled). Use an address in the URL where that matters.
-      endpoints = resolver.resolve(host, port, tcp::resolver::numeric_service, ec);
-    }
-    if (ec) return ec;
-    stream_.expires_after(timeout);
-    stream_.async_connect(endpoints, [&](ErrorCode e, const tcp::endpoint&) { ec = e; });
-    run();
-    if (ec) return ec;
-    stream_.socket().set_option(tcp::no_delay(true), ec);  // small requests, answered at once
-    open_ = true;
-    return {};
+// An answer's cluster id (header.cluster_id; a stream's is in result.header); empty
+// when it carries none (an error answer).
+std::string cluster_id_of(const json& answer) {
+  const json* object = &answer;
+  if (const auto result = answer.find("result"); result != answer.end() && result->is_object()) {
+    object = &*result;
   }
+  const auto header = object->find("header");
+  if (header == object->end() || !header->is_object()) return "";
+  const auto id = header->find("cluster_id");
+  if (id == header->end() || id->is_null()) return "";
+  return id->is_string() ? id->get<std::string>() : id->dump();
+}
 
-  // Sends `request` and reads the answer into `response`. `*answered` tells whether any
-  // byte of an answer arrived (a request on a connection the server had closed did not).
-  ErrorCode exchange(const http::request<http::string_body>& request,
-                     http::response<http::string_body>* response, std::chrono::milliseconds timeout,
-                     bool* answered) {
-    *answered = false;
-    ErrorCode ec;
-    stream_.expires_after(timeout);  // one deadline for the write and the read
-    http::async_write(stream_, request, [&](ErrorCode e, size_t) { ec = e; });
-    run();
-    if (ec) return fail(ec);
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(kMaxAnswerBytes);
-    http::async_read(stream_, buffer_, parser, [&](ErrorCode e, size_t) { ec = e; });
-    run();
-    *answered = parser.got_some();
-    if (ec) return fail(ec);
-    *response = parser.release();
-    if (!response->keep_alive()) close();
-    return {};
+// The errors etcd gives when this member cannot serve a call now but another may: gRPC
+// Unavailable (code 14), which etcd uses for "no leader", "leader changed" and "request
+// timed out", and those words under any other code.
+bool means_try_another(int64_t code, std::string_view message) {
+  if (code == kGrpcUnavailable) return true;
+  for (const std::string_view words :
+       {"etcdserver: no leader", "leader changed", "request timed out"}) {
+    if (message.find(words) != std::string_view::npos) return true;
   }
+  return false;
+}
 
-  void close() {
-    ErrorCode ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
-    buffer_.clear();
-    open_ = false;
-  }
+constexpr size_t kMaxIdleConnections = 4;  // per member: the registry makes one call at a time
 
- private:
-  void run() {
-    ioc_.restart();
-    ioc_.run();
-  }
-  ErrorCode fail(ErrorCode ec) {
-    close();
-    return ec;
-  }
+}  // namespace
 
-  net::io_context ioc_{1};
-  beast::tcp_stream stream_{ioc_};
-  beast::flat_buffer buffer_;
-  bool open_ = false;
+// How one attempt on one member went.
+struct EtcdClient::Attempt {
+  Result<json> result = Status::Unavailable("not tried");
+  bool move_on = false;  // this member cannot serve the call now: another may
+  bool unsent = false;   // and it never got the request
 };
 
 Result<std::unique_ptr<EtcdClient>> EtcdClient::open(std::string_view target, Timeouts timeouts) {
-  constexpr std::string_view kScheme = "etcd://";
-  const auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument(
-        fmt::format("invalid etcd address '{}': {} (use etcd://HOST:PORT)", target, why));
-  };
-  if (target.substr(0, kScheme.size()) != kScheme) return bad("it does not start with etcd://");
-  std::string_view rest = target.substr(kScheme.size());
-  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.find('/') != std::string_view::npos) return bad("it has a path");
-  if (rest.find('@') != std::string_view::npos) return bad("user names are not supported");
-  std::string_view host;
-  std::string_view port;
-  if (!rest.empty() && rest.front() == '[') {  // [::1]:2379
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return bad("'[' without ']'");
-    host = rest.substr(1, close - 1);
-    if (rest.substr(close + 1, 1) != ":") return bad("no port after the address");
-    port = rest.substr(close + 2);
-  } else {
-    const size_t colon = rest.rfind(':');
-    if (colon == std::string_view::npos) return bad("no port (etcd listens on 2379 by default)");
-    host = rest.substr(0, colon);
-    port = rest.substr(colon + 1);
-  }
-  int port_number = 0;
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), port_number);
-  if (host.empty()) return bad("no host");
-  if (ec != std::errc() || end != port.data() + port.size() || port_number < 1 ||
-      port_number > 65535) {
-    return bad(fmt::format("port '{}' is not a number from 1 to 65535", port));
-  }
-  if (timeouts.connect_ms < 1 || timeouts.request_ms < 1) {
+  Result<std::vector<EtcdMember>> members = parse_etcd_target(target);
+  if (!members.ok()) return members.status();
+  if (timeouts.connect_ms < 1 || timeouts.request_ms < 1 || timeouts.call_ms < 0 ||
+      timeouts.backoff_ms < 0) {
     return Status::InvalidArgument("etcd timeouts must be positive");
   }
-  return std::unique_ptr<EtcdClient>(
-      new EtcdClient(std::string(host), std::string(port), timeouts));
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(members).value(), timeouts));
 }
 
-EtcdClient::EtcdClient(std::string host, std::string port, Timeouts timeouts)
-    : host_(std::move(host)),
-      port_(std::move(port)),
-      // An IPv6 address goes in brackets, as in the URL.
-      shown_(host_.find(':') == std::string::npos ? fmt::format("etcd://{}:{}", host_, port_)
-                                                  : fmt::format("etcd://[{}]:{}", host_, port_)),
+EtcdClient::EtcdClient(std::vector<EtcdMember> members, Timeouts timeouts)
+    : members_(std::move(members)),
+      shown_(etcd_target_shown(members_)),
       timeouts_(timeouts),
-      connection_(std::make_unique<Connection>()) {}
+      failed_until_(members_.size()),
+      idle_(members_.size()) {}
 
 EtcdClient::~EtcdClient() = default;
 
-Result<json> EtcdClient::call(std::string_view path, const json& body) {
+std::vector<size_t> EtcdClient::order_of_members() {
+  const auto now = Clock::now();
+  std::vector<size_t> order;
+  std::vector<size_t> waiting;
+  MutexLock lock(mu_);
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const size_t m = (in_use_ + i) % members_.size();
+    (failed_until_[m] > now ? waiting : order).push_back(m);
+  }
+  order.insert(order.end(), waiting.begin(), waiting.end());
+  return order;
+}
+
+void EtcdClient::note(size_t m, bool ok) {
+  MutexLock lock(mu_);
+  if (ok) {
+    in_use_ = m;
+    failed_until_[m] = {};
+  } else {
+    failed_until_[m] = Clock::now() + std::chrono::milliseconds(timeouts_.backoff_ms);
+  }
+}
+
+std::unique_ptr<EtcdConnection> EtcdClient::take_connection(size_t m) {
+  {
+    MutexLock lock(mu_);
+    if (!idle_[m].empty()) {
+      std::unique_ptr<EtcdConnection> connection = std::move(idle_[m].back());
+      idle_[m].pop_back();
+      return connection;
+    }
+  }
+  return std::make_unique<EtcdConnection>();
+}
+
+void EtcdClient::give_back(size_t m, std::unique_ptr<EtcdConnection> connection) {
+  if (!connection->is_open()) return;
+  MutexLock lock(mu_);
+  if (idle_[m].size() < kMaxIdleConnections) idle_[m].push_back(std::move(connection));
+}
+
+Status EtcdClient::check_cluster(size_t m, const json& answer) {
+  const std::string id = cluster_id_of(answer);
+  if (id.empty()) return Status::Ok();
+  MutexLock lock(mu_);
+  if (cluster_id_.empty()) cluster_id_ = id;
+  if (id == cluster_id_) return Status::Ok();
+  return Status::Unavailable(
+      fmt::format("{} answers for etcd cluster {}, not {} as the member that answered first: "
+                  "is it listed by mistake?",
+                  members_[m].shown, id, cluster_id_));
+}
+
+EtcdClient::Attempt EtcdClient::attempt(size_t m, std::string_view path, const std::string& payload,
+                                        Clock::time_point deadline) {
+  using std::chrono::milliseconds;
+  const EtcdMember& member = members_[m];
+  const auto left_ms = [&](int most) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+    return static_cast<int>(std::clamp<int64_t>(left, 1, most));
+  };
+  Attempt out;
   http::request<http::string_body> request{http::verb::post, std::string(path), 11};
   http::response<http::string_body> response;
   try {
-    request.set(http::field::host, shown_.substr(7));  // without "etcd://"
+    request.set(http::field::host, member.shown.substr(7));  // without "etcd://"
     request.set(http::field::content_type, "application/json");
     request.keep_alive(true);
-    request.body() = body.dump();
+    request.body() = payload;
     request.prepare_payload();
   } catch (const std::exception& e) {
-    return Status::Internal(
-        fmt::format("{}: cannot build the request to {}: {}", shown_, path, e.what()));
+    out.result = Status::Internal(
+        fmt::format("{}: cannot build the request to {}: {}", member.shown, path, e.what()));
+    return out;
   }
 
-  {
-    std::lock_guard lock(mu_);
-    // A kept-alive connection may have been closed by etcd (a restart) since its last
-    // use; the request then fails before etcd read it, so it is sent once more on a
-    // new connection. A timeout is not retried: etcd may have acted on it.
-    for (int attempt = 0;; ++attempt) {
-      const bool reused = connection_->is_open();
-      if (!reused) {
-        const ErrorCode ec =
-            connection_->connect(host_, port_, std::chrono::milliseconds(timeouts_.connect_ms));
-        if (ec) {
-          return Status::Unavailable(
-              fmt::format("{}: cannot connect: {}", shown_,
-                          ec == beast::error::timeout
-                              ? fmt::format("no answer within {} ms", timeouts_.connect_ms)
-                              : ec.message()));
-        }
+  std::unique_ptr<EtcdConnection> connection = take_connection(m);
+  // A kept-alive connection may have been closed by etcd (a restart) since its last
+  // use; the request then fails before etcd read it, so it is sent once more on a new
+  // connection. A timeout is not retried here: etcd may have acted on it.
+  for (int tries = 0;; ++tries) {
+    const bool reused = connection->is_open();
+    if (!reused) {
+      const int connect_ms = left_ms(timeouts_.connect_ms);
+      const ErrorCode ec = connection->connect(member.host, member.port, milliseconds(connect_ms));
+      if (ec) {
+        out.move_on = true;
+        out.unsent = true;
+        out.result = Status::Unavailable(fmt::format(
+            "{}: cannot connect: {}", member.shown,
+            ec == beast::error::timeout ? fmt::format("no answer within {} ms", connect_ms)
+                                        : ec.message()));
+        return out;
       }
-      bool answered = false;
-      const ErrorCode ec = connection_->exchange(
-          request, &response, std::chrono::milliseconds(timeouts_.request_ms), &answered);
-      if (!ec) break;
-      if (reused && !answered && attempt == 0 && ec != beast::error::timeout) continue;
-      return Status::Unavailable(fmt::format(
-          "{}: {}: {}", shown_, path,
-          ec == beast::error::timeout ? fmt::format("no answer within {} ms", timeouts_.request_ms)
-                                      : ec.message()));
     }
+    bool answered = false;
+    const int request_ms = left_ms(timeouts_.request_ms);
+    const ErrorCode ec =
+        connection->exchange(request, &response, milliseconds(request_ms), &answered);
+    if (!ec) break;
+    if (reused && !answered && tries == 0 && ec != beast::error::timeout) continue;
+    out.move_on = true;
+    out.result = Status::Unavailable(
+        fmt::format("{}: {}: {}", member.shown, path,
+                    ec == beast::error::timeout ? fmt::format("no answer within {} ms", request_ms)
+                                                : ec.message()));
+    return out;
   }
+  give_back(m, std::move(connection));
 
   json answer = json::parse(response.body(), nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) {
     const std::string& text = response.body();
-    return Status::IoError(fmt::format("{}: {}: HTTP {} with an answer that is not JSON: '{}'",
-                                       shown_, path, response.result_int(), text.substr(0, 200)));
+    out.result = Status::IoError(
+        fmt::format("{}: {}: HTTP {} with an answer that is not JSON: '{}'", member.shown, path,
+                    response.result_int(), text.substr(0, 200)));
+    return out;
   }
-  if (response.result() == http::status::ok && !answer.contains("error")) return answer;
+  if (response.result() == http::status::ok && !answer.contains("error")) {
+    out.result = std::move(answer);
+    return out;
+  }
 
   // A unary call's error is {"error": text, "message": text, "code": n}; a stream's
   // (keep-alive) is {"error": {"message": text, "grpc_code": n, ...}} with HTTP 200.
@@ -358,22 +346,108 @@ Result<json> EtcdClient::call(std::string_view path, const json& body) {
     message = it->get<std::string>();
   }
   if (!read_int(detail, detail.contains("grpc_code") ? "grpc_code" : "code", &code)) code = 0;
-  const std::string text = fmt::format("{}: {}: {}", shown_, path, message);
+  const std::string text = fmt::format("{}: {}: {}", member.shown, path, message);
+  out.move_on = means_try_another(code, message);
   switch (code) {
     case kGrpcNotFound:
-      return Status::NotFound(text);
+      out.result = Status::NotFound(text);
+      break;
     case kGrpcInvalidArgument:
-      return Status::InvalidArgument(text);
-    case kGrpcUnavailable:
-      return Status::Unavailable(text);
+      out.result = Status::InvalidArgument(text);
+      break;
     default:
       // Timeouts, a lost leader, too many requests: worth another try later.
-      return response.result_int() >= 500 ? Status::Unavailable(text) : Status::IoError(text);
+      out.result = code == kGrpcUnavailable || response.result_int() >= 500
+                       ? Status::Unavailable(text)
+                       : Status::IoError(text);
   }
+  return out;
+}
+
+Result<json> EtcdClient::call(std::string_view path, const json& body, EtcdRepeat repeat) {
+  std::string payload;
+  try {
+    payload = body.dump();
+  } catch (const std::exception& e) {
+    return Status::Internal(
+        fmt::format("{}: cannot build the request to {}: {}", shown_, path, e.what()));
+  }
+  const int64_t budget_ms =
+      timeouts_.call_ms > 0 ? timeouts_.call_ms
+                            : static_cast<int64_t>(timeouts_.connect_ms + timeouts_.request_ms) *
+                                  static_cast<int64_t>(members_.size());
+  const auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+  std::string errors;
+  const std::vector<size_t> order = order_of_members();
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t m = order[k];
+    if (k > 0 && Clock::now() >= deadline) {
+      errors += fmt::format("; {} and any after it not tried: the call's {} ms ran out",
+                            members_[m].shown, budget_ms);
+      break;
+    }
+    Attempt a = attempt(m, path, payload, deadline);
+    if (a.result.ok()) {
+      if (Status foreign = check_cluster(m, *a.result); !foreign.ok()) {
+        a.result = std::move(foreign);
+        a.move_on = true;
+      }
+    }
+    note(m, !a.move_on);
+    if (!a.move_on) return std::move(a.result);
+    if (members_.size() == 1) return a.result.status();
+    errors += (errors.empty() ? "" : "; ") + a.result.status().message();
+    if (!a.unsent && repeat == EtcdRepeat::kIfUnsent) {
+      return Status::Unavailable(
+          fmt::format("{}: {}: {}; not sent to another member, as etcd may have applied it", shown_,
+                      path, errors));
+    }
+  }
+  return Status::Unavailable(
+      fmt::format("{}: {}: no member could serve it: {}", shown_, path, errors));
+}
+
+Status EtcdClient::check_members() {
+  constexpr std::string_view kPath = "/v3/maintenance/status";
+  std::string errors;
+  std::vector<std::pair<size_t, std::string>> answered;  // member, its cluster id
+  for (size_t m = 0; m < members_.size(); ++m) {
+    const auto deadline =
+        Clock::now() + std::chrono::milliseconds(timeouts_.connect_ms + timeouts_.request_ms);
+    Attempt a = attempt(m, kPath, "{}", deadline);
+    if (!a.result.ok()) {
+      note(m, false);
+      errors += (errors.empty() ? "" : "; ") + a.result.status().message();
+      continue;
+    }
+    answered.emplace_back(m, cluster_id_of(*a.result));
+  }
+  if (answered.empty()) {
+    return members_.size() == 1
+               ? Status::Unavailable(errors)
+               : Status::Unavailable(fmt::format("{}: no member answered: {}", shown_, errors));
+  }
+  for (const auto& [m, id] : answered) {
+    const auto& [first, first_id] = answered.front();
+    if (id != first_id) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} belongs to etcd cluster {} but {} to cluster {}: name the members of one "
+          "cluster only ({})",
+          shown_, members_[first].shown, first_id, members_[m].shown, id, kEtcdTargetForm));
+    }
+  }
+  for (const auto& [m, id] : answered) {
+    if (Status foreign = check_cluster(m, json{{"header", {{"cluster_id", id}}}}); !foreign.ok()) {
+      return foreign;
+    }
+  }
+  note(answered.front().first, true);
+  return Status::Ok();
 }
 
 Result<EtcdLeaseGrant> EtcdClient::lease_grant(int64_t ttl_s) {
-  Result<json> answer = call("/v3/lease/grant", json{{"TTL", std::to_string(ttl_s)}});
+  Result<json> answer =
+      call("/v3/lease/grant", json{{"TTL", std::to_string(ttl_s)}}, EtcdRepeat::kSafe);
   if (!answer.ok()) return answer.status();
   EtcdLeaseGrant grant;
   if (!read_int(*answer, "ID", &grant.id) || !read_int(*answer, "TTL", &grant.ttl_s) ||
@@ -387,7 +461,8 @@ Result<EtcdLeaseGrant> EtcdClient::lease_grant(int64_t ttl_s) {
 Result<int64_t> EtcdClient::lease_keep_alive(int64_t id) {
   // A stream in gRPC: the gateway sends the one request and wraps the one answer in
   // {"result": ...}; a lease that is gone is answered with TTL 0 (left out).
-  Result<json> answer = call("/v3/lease/keepalive", json{{"ID", std::to_string(id)}});
+  Result<json> answer =
+      call("/v3/lease/keepalive", json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe);
   if (!answer.ok()) return answer.status();
   const auto result = answer->find("result");
   int64_t ttl = 0;
@@ -399,12 +474,14 @@ Result<int64_t> EtcdClient::lease_keep_alive(int64_t id) {
 }
 
 Status EtcdClient::lease_revoke(int64_t id) {
-  Result<json> answer = call("/v3/lease/revoke", json{{"ID", std::to_string(id)}});
+  Result<json> answer =
+      call("/v3/lease/revoke", json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe);
   return answer.status();
 }
 
 Result<int64_t> EtcdClient::lease_time_to_live(int64_t id) {
-  Result<json> answer = call("/v3/lease/timetolive", json{{"ID", std::to_string(id)}});
+  Result<json> answer =
+      call("/v3/lease/timetolive", json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe);
   if (!answer.ok()) return answer.status();
   int64_t ttl = 0;
   if (!read_int(*answer, "TTL", &ttl)) {
@@ -419,7 +496,7 @@ Result<std::vector<EtcdKeyValue>> EtcdClient::range(std::string_view key,
   json body{{"key", base64_encode(key)}};
   if (!range_end.empty()) body["range_end"] = base64_encode(range_end);
   if (keys_only) body["keys_only"] = true;
-  Result<json> answer = call("/v3/kv/range", body);
+  Result<json> answer = call("/v3/kv/range", body, EtcdRepeat::kSafe);
   if (!answer.ok()) return answer.status();
   std::vector<EtcdKeyValue> kvs;
   if (!read_kvs(*answer, &kvs)) {
@@ -442,9 +519,9 @@ Result<int64_t> EtcdClient::delete_key(std::string_view key) {
 
 Result<EtcdTxnResult> EtcdClient::txn(const std::vector<json>& compares,
                                       const std::vector<json>& success,
-                                      const std::vector<json>& failure) {
+                                      const std::vector<json>& failure, EtcdRepeat repeat) {
   json body{{"compare", compares}, {"success", success}, {"failure", failure}};
-  Result<json> answer = call("/v3/kv/txn", body);
+  Result<json> answer = call("/v3/kv/txn", body, repeat);
   if (!answer.ok()) return answer.status();
   const auto unexpected = [&] {
     return Status::IoError(

@@ -21,13 +21,21 @@
 //
 // Why Lease::start_delay_ms is 0 here: etcd removes a worker key only when its lease is
 // revoked or expires, and a lease expires only after ttl without a keep-alive reaching
-// the leader. A holder that cannot renew (etcd down, partitioned, paused) fences at 2/3
-// ttl after sending its last successful keep-alive (LeaseKeeper), so it has stopped
-// before anyone else can create the key. A restarted etcd gives its leases a full TTL
-// again, which only delays the next holder. What this does not cover, by design: an
-// etcd that loses acknowledged writes (a member wiped or restored from an old snapshot,
-// --force-new-cluster over lost data). Run etcd as the durable, quorum-replicated store
-// it is meant to be.
+// the leader. A holder that cannot renew (etcd down, partitioned, paused) fences at ttl
+// less a margin after sending its last successful keep-alive (LeaseKeeper,
+// default_fence_after_ms), so it has stopped before anyone else can create the key. A
+// restarted etcd gives its leases a full TTL again, which only delays the next holder.
+// What this does not cover, by design: an etcd that loses acknowledged writes (a member
+// wiped or restored from an old snapshot, --force-new-cluster over lost data). Run etcd
+// as the durable, quorum-replicated store it is meant to be.
+//
+// The URL may name every member of the etcd cluster (etcd://A:1,B:2,C:3): the client
+// moves a call on to the next member when one is down, frozen or without a leader, so
+// losing a member (or the leader: etcd elects a new one within one to two election
+// timeouts) does not fence a holder while a quorum answers. Every transaction here may be sent
+// twice (its first answer lost with a member): try_take's compares make a second run find the slot
+// its own, renew's find the mark already moved and read it again, and the rest only read or write
+// the same values again; so all are EtcdRepeat::kSafe.
 //
 // force_release deletes the worker key at once. The old holder learns it on its next
 // renew; until then it may still issue, but only below the mark it stored, and the new
@@ -53,11 +61,20 @@ namespace {
 
 namespace txn = etcd_txn;
 
-// A renew slower than half the TTL is of no use: the keeper fences at 2/3 of it. So the
-// request timeout follows the TTL, within these bounds.
-constexpr int kMinRequestTimeoutMs = 200;
-constexpr int kMaxRequestTimeoutMs = 5000;
-constexpr int kMaxConnectTimeoutMs = 3000;
+// Timeouts follow the TTL. The keeper renews every ttl/3 and fences at ttl less a
+// margin (at most ttl/20), so a renew sent through a frozen member (its port accepts,
+// nothing answers) must time out there and succeed on another member well inside the
+// two thirds left: a request gets ttl/5 (at most 2 s: a healthy etcd answers in
+// milliseconds, a leader election takes about the election timeout), a connection half
+// of that, and a call on all members together ttl/2, after which the keeper tries again
+// ttl/10 later.
+constexpr int64_t kMinRequestTimeoutMs = 100;
+constexpr int64_t kMaxRequestTimeoutMs = 2000;
+constexpr int64_t kMinConnectTimeoutMs = 50;
+constexpr int64_t kMaxConnectTimeoutMs = 1000;
+// A member that failed is tried first again only after this: long enough not to wait on
+// a frozen member at every call, short enough to spread over the members again soon.
+constexpr int kMemberBackoffMs = 2000;
 // Only the holder writes its slot's mark (its keeper's renews and its generator's
 // stores), so a compare-and-swap loses only to a concurrent renew of its own; this many
 // losses in a row mean something else is writing the key.
@@ -78,11 +95,8 @@ class EtcdRegistry final : public WorkerRegistry {
         prefix_(fmt::format("/idforge/{}/", options.cluster)),
         described_(fmt::format("{} cluster {}", client_->shown(), options.cluster)) {}
 
-  // Fails unless etcd answers.
-  Status open() {
-    Result<nlohmann::json> got = client_->call("/v3/maintenance/status", nlohmann::json::object());
-    return got.status();
-  }
+  // Fails unless a member answers, or when the members belong to different clusters.
+  Status open() { return client_->check_members(); }
 
   Result<Lease> acquire(const std::string& identity) override;
   Status renew(const Lease& lease, int64_t high_water_ms) override;
@@ -173,7 +187,7 @@ Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, 
       {txn::create_revision_is(worker, 0)},
       {txn::put(worker, identity, lease), txn::put(identity_key(identity), std::to_string(slot)),
        txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
-      {txn::get(worker)});
+      {txn::get(worker)}, EtcdRepeat::kSafe);
   if (!got.ok()) return got.status();
   std::vector<EtcdKeyValue> mark_kvs;
   std::vector<EtcdKeyValue> layout_kvs;
@@ -191,7 +205,7 @@ Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, 
         client_->txn({},
                      {txn::put(identity_key(identity), std::to_string(slot)),
                       txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
-                     {});
+                     {}, EtcdRepeat::kSafe);
     if (!rest.ok()) return rest.status();
     if (rest->ranges.size() != 3) return Status::IoError(described_ + ": unexpected txn answer");
     mark_kvs = std::move(rest->ranges[1]);
@@ -307,7 +321,8 @@ Status EtcdRegistry::renew(const Lease& lease, int64_t high_water_ms) {
         success.push_back(txn::put(layout_key, lease.high_water_layout));
       }
     }
-    Result<EtcdTxnResult> got = client_->txn(compares, success, {txn::get(worker)});
+    Result<EtcdTxnResult> got =
+        client_->txn(compares, success, {txn::get(worker)}, EtcdRepeat::kSafe);
     if (!got.ok()) return got.status();
     if (got->succeeded) return Status::Ok();
     if (got->ranges.size() != 1) return Status::IoError(described_ + ": unexpected txn answer");
@@ -396,10 +411,16 @@ Result<std::unique_ptr<WorkerRegistry>> open_etcd_registry(std::string_view targ
     return Status::InvalidArgument(
         fmt::format("the cluster name '{}' is empty or holds a '/'", options.cluster));
   }
+  // From the TTL acquire asks for (whole seconds); etcd may grant more, which only
+  // leaves more room.
+  const int64_t ttl_ms = std::max<int64_t>(1, (options.ttl_ms + 999) / 1000) * 1000;
   EtcdClient::Timeouts timeouts;
-  timeouts.request_ms = static_cast<int>(
-      std::clamp<int64_t>(options.ttl_ms / 2, kMinRequestTimeoutMs, kMaxRequestTimeoutMs));
-  timeouts.connect_ms = std::min(timeouts.request_ms, kMaxConnectTimeoutMs);
+  timeouts.request_ms =
+      static_cast<int>(std::clamp<int64_t>(ttl_ms / 5, kMinRequestTimeoutMs, kMaxRequestTimeoutMs));
+  timeouts.connect_ms = static_cast<int>(
+      std::clamp<int64_t>(timeouts.request_ms / 2, kMinConnectTimeoutMs, kMaxConnectTimeoutMs));
+  timeouts.call_ms = static_cast<int>(std::max<int64_t>(ttl_ms / 2, timeouts.request_ms));
+  timeouts.backoff_ms = kMemberBackoffMs;
   Result<std::unique_ptr<EtcdClient>> client = EtcdClient::open(target, timeouts);
   if (!client.ok()) return client.status();
   auto registry = std::make_unique<EtcdRegistry>(std::move(client).value(), options);

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
 
+#include "coord/redis_registry.h"
 #include "coord/registry_factory.h"
 
 namespace idforge::coord {
@@ -29,8 +31,9 @@ Result<OpenedRegistry> open_worker_registry(const std::string& url, const Layout
   options.data_dir = data_dir;
   Result<std::unique_ptr<WorkerRegistry>> registry = open_registry(url, options);
   if (!registry.ok()) return registry.status();
+  const bool process_bound = url.starts_with("local") || url.starts_with("static");
   return OpenedRegistry{std::move(registry).value(), std::move(fields).value(),
-                        mark_layout_key(layout)};
+                        mark_layout_key(layout), !process_bound};
 }
 
 Result<std::unique_ptr<HeldLease>> HeldLease::acquire(OpenedRegistry opened,
@@ -50,39 +53,53 @@ HeldLease::~HeldLease() { release().ignore_error(); }
 
 namespace {
 
-// A lease with a start delay (Redis) is safe without its mark only by timing: the old
-// holder fences at 2/3 ttl after its last renew, the key expires at ttl, the next
-// holder waits ttl. Logical IDs run up to max_drift_ms ahead of the clock, so the old
-// holder's last IDs reach its fence time + max_drift_ms, which must stay before the
-// expiry (by the hosts' clock difference, which is left to NTP). Coordinators that
-// keep the mark durably (etcd, ZooKeeper, files) need no such bound: nobody issues
-// past a stored mark, and the next holder starts above it.
-Status check_drift_fits_ttl(const Lease& lease, const SnowflakeOptions& options) {
-  if (lease.start_delay_ms <= 0 || options.policy != RollbackPolicy::kLogical) {
-    return Status::Ok();
-  }
-  const int64_t fence_ms = std::max<int64_t>(lease.ttl_ms * 2 / 3, 1);
-  const int64_t room_ms = lease.ttl_ms - fence_ms;
-  if (options.max_drift_ms < room_ms) return Status::Ok();
-  return Status::InvalidArgument(fmt::format(
-      "the worker registry's ttl_ms {} is too short for max_drift_ms {}: a holder fences {} ms "
-      "before its lease expires, but its IDs may run {} ms ahead of its clock, so if the "
-      "coordinator loses the lease the next holder could repeat them; use ttl_ms above {} "
-      "or a smaller max_drift_ms (below {})",
-      lease.ttl_ms, options.max_drift_ms, room_ms, options.max_drift_ms, 3 * options.max_drift_ms,
-      room_ms));
+// A lease on a registry that may lose it with its mark (Redis) is safe after such a
+// loss only by timing: the old holder fences before its TTL ends, the key expires at
+// ttl, the next holder waits out its start delay. That holds for every such lease, also
+// one granted with no start delay (Redis on an unchanged history): it may be the old
+// holder of the next loss. Logical IDs run up to max_drift_ms ahead of the clock, so
+// the old holder fences that much earlier still (the room left is the hosts' clock
+// difference, which is left to NTP). Coordinators that keep the mark durably (etcd,
+// ZooKeeper, files) need no such room: nobody issues past a stored mark, and the next
+// holder starts above it.
+Status make_room_for_drift(LeaseKeeper& keeper, const WorkerRegistry& registry,
+                           const SnowflakeOptions& options) {
+  const bool by_timing = keeper.lease().start_delay_ms > 0 || may_lose_marks(registry);
+  if (!by_timing || options.policy != RollbackPolicy::kLogical) return Status::Ok();
+  return keeper.reserve_issue_ahead(options.max_drift_ms);
+}
+
+// How often a ride-out reservation is written again: each write is one coordinator
+// round trip, and what is left ahead never falls more than this below the fence window.
+constexpr int64_t kRideOutRenewEveryMs = 1'000;
+
+// Keeps the mark the whole fence window ahead (see MarkReserve::kRideOutOutages): IDs
+// go on for as long as the lease does, whether or not the coordinator answers.
+void reserve_for_outages(int64_t fence_after_ms, SnowflakeOptions& options) {
+  if (fence_after_ms <= options.reserve_ms) return;
+  options.reserve_ms = fence_after_ms;
+  options.renew_below_ms =
+      std::max<int64_t>(fence_after_ms - kRideOutRenewEveryMs, fence_after_ms / 2);
+  // A restart after a crash finds the mark up to reserve_ms ahead of its clock.
+  options.max_startup_wait_ms =
+      std::max(options.max_startup_wait_ms, options.reserve_ms + kRideOutRenewEveryMs);
 }
 
 }  // namespace
 
-Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options) {
+Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options,
+                                                      MarkReserve reserve) {
   if (!opened_.mark_layout.empty() && mark_layout_key(options.layout) != opened_.mark_layout) {
     return Status::InvalidArgument(
         fmt::format("the generator's layout {} is not the one the worker registry was opened "
                     "for ({})",
                     mark_layout_key(options.layout), opened_.mark_layout));
   }
-  IDFORGE_RETURN_IF_ERROR(check_drift_fits_ttl(keeper_->lease(), options));
+  IDFORGE_RETURN_IF_ERROR(make_room_for_drift(*keeper_, *opened_.registry, options));
+  if (reserve == MarkReserve::kRideOutOutages && opened_.leases_expire) {
+    reserve_for_outages(keeper_->fence_after_ms(), options);
+  }
+  reserve_ms_ = options.reserve_ms;
   options.nodes = lease_node_values(opened_.fields, keeper_->lease());
   options.high_water = &keeper_->high_water();
   Result<std::unique_ptr<SnowflakeGenerator>> made = SnowflakeGenerator::create(std::move(options));
@@ -94,8 +111,12 @@ Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options) 
                        std::chrono::milliseconds(keeper_->lease().start_delay_ms + kStartSlackMs);
   while (true) {
     const KeeperStatus s = keeper_->status();
-    if (s.state == LeaseState::kHeld) break;
-    if (s.state != LeaseState::kWaiting || std::chrono::steady_clock::now() > give_up) {
+    // Held by the clock may come a moment before the watchdog has unfenced the
+    // generator; the caller (the server's readiness) looks at the generator.
+    const bool held = s.state == LeaseState::kHeld;
+    if (held && !generator_->fenced()) break;
+    const bool hopeless = !held && s.state != LeaseState::kWaiting;
+    if (hopeless || std::chrono::steady_clock::now() > give_up) {
       // The generator says why in its own words (lost, not renewed, ...). Should the
       // lease have come good meanwhile, the probe's ID is merely skipped.
       Result<uint64_t> probe = generator_->next();

@@ -20,6 +20,23 @@ struct OpenedRegistry {
   std::unique_ptr<WorkerRegistry> registry;
   LeaseNodeFields fields;
   std::string mark_layout;  // mark_layout_key() of the layout; generators must use it
+  // A coordinator shared by hosts, whose leases expire when not renewed (etcd,
+  // ZooKeeper, Redis); false for local: and static:, which live and die with the process.
+  bool leases_expire = false;
+};
+
+// How a generator keeps its time mark stored ahead (SnowflakeOptions::reserve_ms,
+// renew_below_ms, max_startup_wait_ms).
+enum class MarkReserve {
+  // The generator's defaults: a second ahead. A restart waits at most that for the clock.
+  kShort,
+  // For a long-running server on an expiring lease: the mark is kept ahead by the
+  // lease's whole fence window and written again after every second of use, so a
+  // coordinator outage the lease survives stops no request. The price: a node that
+  // crashes, or whoever takes its slot after it, starts from that mark, up to a fence
+  // window in the future, and waits for its clock to reach it (docs/operations.md,
+  // "TTL, renewing and fencing").
+  kRideOutOutages,
 };
 Result<OpenedRegistry> open_worker_registry(const std::string& url, const Layout& layout,
                                             const std::string& layout_label,
@@ -42,7 +59,10 @@ class HeldLease {
   // command has nothing better to do. InvalidArgument for a generator of another
   // layout than the registry was opened for, and for a lease whose safety rests on its
   // start delay (Redis) with a ttl_ms too short for the generator's max_drift_ms.
-  Result<SnowflakeGenerator*> make_generator(SnowflakeOptions options);
+  Result<SnowflakeGenerator*> make_generator(SnowflakeOptions options,
+                                             MarkReserve reserve = MarkReserve::kShort);
+  // The reserve_ms the generator was made with (0 before make_generator).
+  int64_t reserve_ms() const { return reserve_ms_; }
   // Fences the generator, stores its last mark, releases the lease.
   Status release();
 
@@ -55,6 +75,7 @@ class HeldLease {
   OpenedRegistry opened_;
   std::unique_ptr<SnowflakeGenerator> generator_;
   std::unique_ptr<LeaseKeeper> keeper_;
+  int64_t reserve_ms_ = 0;
 };
 
 }  // namespace idforge::coord

@@ -66,6 +66,12 @@ std::vector<std::pair<std::string, uint64_t>> lease_node_values(const LeaseNodeF
   return values;
 }
 
+int64_t fence_margin_ms(int64_t ttl_ms) { return std::max<int64_t>(ttl_ms / 20, 50); }
+
+int64_t default_fence_after_ms(int64_t ttl_ms) {
+  return std::max<int64_t>(ttl_ms - fence_margin_ms(ttl_ms), 1);
+}
+
 bool is_lease_lost(const Status& status) {
   return status.code() == StatusCode::kLeaseLost || status.code() == StatusCode::kNotFound;
 }
@@ -94,7 +100,7 @@ LeaseKeeper::LeaseKeeper(WorkerRegistry& registry, Lease lease, KeeperOptions op
       // while we still issue; fall back to the safe default.
       fence_after_(options.fence_after_ms > 0 && options.fence_after_ms < lease_.ttl_ms
                        ? options.fence_after_ms
-                       : std::max<int64_t>(lease_.ttl_ms * 2 / 3, 1)),
+                       : default_fence_after_ms(lease_.ttl_ms)),
       retry_every_(std::max(kMinRetry, std::min(renew_every_, milliseconds(lease_.ttl_ms / 10)))),
       start_ready_at_(
           (options.acquired_at == TimePoint{} ? SteadyClock::now() : options.acquired_at) +
@@ -190,6 +196,34 @@ void LeaseKeeper::attach(SnowflakeGenerator* generator) {
   }
   apply_fence();
   watch_cv_.notify_all();
+}
+
+Status LeaseKeeper::reserve_issue_ahead(int64_t ahead_ms) {
+  const int64_t fence =
+      lease_.ttl_ms - fence_margin_ms(lease_.ttl_ms) - std::max<int64_t>(ahead_ms, 0);
+  if (fence < lease_.ttl_ms / 2) {
+    return Status::InvalidArgument(fmt::format(
+        "the worker lease's ttl_ms {} is too short for max_drift_ms {} (IDs that run that far "
+        "ahead of the clock): "
+        "with this registry the next holder of a slot is kept apart by timing (it waits out "
+        "the TTL), so a holder must fence that much before the TTL ends, leaving it {} ms of "
+        "a {} ms lease; use ttl_ms of at least {} or a max_drift_ms of at most {}",
+        lease_.ttl_ms, ahead_ms, std::max<int64_t>(fence, 0), lease_.ttl_ms,
+        std::max<int64_t>(2 * (ahead_ms + 50), (ahead_ms * 20 + 8) / 9),
+        lease_.ttl_ms / 2 - fence_margin_ms(lease_.ttl_ms)));
+  }
+  {
+    std::lock_guard lock(mu_);
+    fence_after_ = std::min(fence_after_, milliseconds(fence));
+  }
+  watch_cv_.notify_all();
+  apply_fence();
+  return Status::Ok();
+}
+
+int64_t LeaseKeeper::fence_after_ms() const {
+  std::lock_guard lock(mu_);
+  return fence_after_.count();
 }
 
 Status LeaseKeeper::store_mark(int64_t unix_ms, const std::string& layout) {
@@ -341,6 +375,7 @@ KeeperStatus LeaseKeeper::status() const {
   KeeperStatus s;
   s.state = state_locked(now);
   s.since_renew_ms = ms_between(last_ok_, now);
+  s.fence_after_ms = fence_after_.count();
   s.renewals = renewals_;
   s.failures = failures_;
   s.last_error = last_error_;

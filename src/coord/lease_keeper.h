@@ -14,8 +14,10 @@
 // Timing is measured on std::chrono::steady_clock, so a wall clock stepped back or
 // forward never stretches the window. From the moment a renew that later succeeded
 // was SENT (the coordinator's TTL starts no earlier), the keeper fences the generator
-// once fence_after_ms (default ttl*2/3) pass without another success, strictly before
-// the coordinator may give the slot to someone else at ttl; a later success unfences.
+// once fence_after_ms pass without another success: by default the TTL less a margin
+// (default_fence_after_ms), so a node issues for as long as its lease is provably still
+// valid, and stops strictly before the coordinator may give the slot to someone else at
+// ttl. A later success unfences.
 // A renew that says the lease is lost (is_lease_lost) fences for good: state() says
 // so and on_lost runs; taking a new lease, possibly another slot, is the owner's job.
 // A lease with start_delay_ms keeps the generator fenced for that long after
@@ -62,6 +64,12 @@ std::vector<std::pair<std::string, uint64_t>> lease_node_values(const LeaseNodeF
 // slot or the lease at all). Decided by code only: no message wording is read.
 bool is_lease_lost(const Status& status);
 
+// The default fence deadline: ttl less max(ttl/20, 50 ms), at least 1 ms. The margin
+// covers two hosts' steady clocks running at different rates (real ones differ by well
+// under 0.1%) and the keeper's own wake-up latency.
+int64_t fence_margin_ms(int64_t ttl_ms);
+int64_t default_fence_after_ms(int64_t ttl_ms);
+
 enum class LeaseState {
   kWaiting,  // in the start delay: fenced
   kHeld,     // renewed in time: issuing
@@ -74,6 +82,7 @@ std::string_view lease_state_name(LeaseState state);
 struct KeeperStatus {
   LeaseState state = LeaseState::kHeld;
   int64_t since_renew_ms = 0;  // since the last successful renew was sent
+  int64_t fence_after_ms = 0;  // fenced once since_renew_ms reaches this
   uint64_t renewals = 0;       // successful renews (including the generator's mark stores)
   uint64_t failures = 0;
   std::string last_error;  // of the most recent failed renew; empty if none
@@ -81,7 +90,7 @@ struct KeeperStatus {
 
 struct KeeperOptions {
   int64_t renew_every_ms = 0;  // 0: ttl / 3
-  int64_t fence_after_ms = 0;  // 0: ttl * 2 / 3; must be below the lease's ttl
+  int64_t fence_after_ms = 0;  // 0: default_fence_after_ms(ttl); must be below the lease's ttl
   // When the acquire request was sent; the default (epoch) means "now", which is late by
   // the acquire's round trip, so pass it.
   std::chrono::steady_clock::time_point acquired_at{};
@@ -104,6 +113,14 @@ class LeaseKeeper {
   // Starts fencing `generator` (at once when in the start delay or overdue). It must
   // outlive the keeper or stop().
   void attach(SnowflakeGenerator* generator);
+
+  // Fences `ahead_ms` earlier: for a generator whose IDs run up to that far ahead of
+  // its clock (logical max_drift_ms), under a lease whose next holder is kept apart by
+  // timing alone (one with a start delay, whose coordinator may lose the mark).
+  // InvalidArgument, changing nothing, when that would leave less than half the TTL.
+  Status reserve_issue_ahead(int64_t ahead_ms);
+  // The fence deadline in use, in ms after the last successful renew was sent.
+  int64_t fence_after_ms() const;
 
   // Stops renewing, fences the generator, stores its final mark and releases the
   // lease. Returns the release's (or the final store's) error. Idempotent.
@@ -154,7 +171,7 @@ class LeaseKeeper {
   WorkerRegistry& registry_;
   const Lease lease_;
   const std::chrono::milliseconds renew_every_;
-  const std::chrono::milliseconds fence_after_;
+  std::chrono::milliseconds fence_after_;  // under mu_
   const std::chrono::milliseconds retry_every_;
   const TimePoint start_ready_at_;
   std::function<void(const Status&)> on_lost_;

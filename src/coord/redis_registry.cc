@@ -4,6 +4,9 @@
 //   idforge:C:identity:<id>      the slot an identity last held; no TTL
 //   idforge:C:hw:<slot>          the slot's time high-water mark, Unix ms; no TTL
 //   idforge:C:hwlayout:<slot>    the layout that mark was written under; no TTL
+//   idforge:C:history            "<master_replid>/<run_id>" of the server that granted
+//                                the last lease; no TTL
+//   idforge:C:quarantine         set when that history changed; PX 2 x ttl
 //
 // acquire, renew and release are one Lua script each, so no other client's command
 // falls between a check and the write that depends on it. Unlike the seed's GET/INCR/SET
@@ -18,29 +21,40 @@
 // a millisecond; baidu's 2^22: seconds of a blocked Redis, but that needs four million
 // live holders). status() walks the keys with SCAN, which does not block the server.
 //
-// A Redis that loses its data (restart without persistence, failover to a replica that
-// missed the last writes) forgets every lease. Two live holders of a slot can still not
-// happen: the old holder's next renew finds its key gone and fails, and its LeaseKeeper
-// fences it at 2/3 ttl after its last good renew; a new holder of the slot waits
-// Lease::start_delay_ms = ttl_ms before it issues, by which time the old one has fenced.
-// The high-water mark is lost too, and that risk remains: the new holder starts from 0
-// and relies on its start delay alone. The old holder's last ID is at most its fence
-// time plus the generator's max_drift_ms; so IDs stay unique only while the two hosts'
-// clocks differ by less than ttl/3 minus max_drift_ms (10 s ttl, 1 s drift: 2.3 s).
+// A Redis that loses its data (FLUSHALL, a restart without persistence, a failover to a
+// replica that missed the last writes) forgets leases and marks while their holders
+// still issue. Each such holder's next renew finds its key gone (or another token) and
+// fails as lost; its LeaseKeeper has fenced it anyway by its fence deadline (ttl less a
+// margin, less max_drift_ms: see may_lose_marks) after its last good renew was sent,
+// which was before the loss. When the loss happened nothing here can tell, but THAT
+// the server's history changed it can: every acquire compares idforge:C:history with
+// the server's replication id and run id (both new at every start of a server and at
+// every promotion) inside its script. Missing (a flush, an empty restart, a brand-new
+// registry) or different (a restart, a failover): any free slot may still be used by a
+// live node that does not know yet. The script records the new history and sets the
+// quarantine key for 2 x ttl, and every slot taken while it lasts gets
+// Lease::start_delay_ms = what is left of it. The first acquire after a loss comes at
+// or after it, so a new holder issues no earlier than a whole TTL (plus the margin)
+// after every forgotten holder stopped; the forgotten holder's mark went with the data,
+// so IDs stay unique while the two hosts' clocks differ by less than that TTL. On an
+// unchanged history the slot's mark survived: its next holder starts above every ID
+// issued under it and needs no wait (start_delay_ms = 0). Assumed: every node of a
+// cluster name uses the same ttl_ms (the quarantine is counted in the TTL of whichever
+// node saw the change first), and Redis's clock runs the quarantine as it runs the TTLs.
+//
+// With ?min_replicas=N each acquire and renew WAITs for N replicas, and fewer within
+// replica_wait_ms fails it: a primary cut off from its replicas (the losing side of a
+// Sentinel failover) then renews no lease, so its holders fence.
 //
 // The layout sits in a key of its own so that an older version, which knows only the
 // mark key, keeps working beside this one (it leaves the layout as it was; a cluster
 // name runs one layout anyway). Both keys go together in one script.
 //
-// Because the start delay is all that protects IDs when Redis loses the lease, a
-// holder whose logical policy may run max_drift_ms ahead of its clock needs that to be
-// less than ttl/3 (the time between its fence and the key's expiry): HeldLease refuses
-// a shorter TTL.
-//
-// Needs one Redis (standalone or behind Sentinel), not Redis Cluster: the acquire
-// script computes key names as it scans, which Cluster forbids. Every node of a cluster
-// name must use the same layout: slot numbers of different node-bit splits mean
-// different (datacenter, worker) pairs, so nothing here could keep them apart.
+// Needs one Redis (standalone or behind Sentinel: redis-sentinel://), not Redis
+// Cluster: the acquire script computes key names as it scans, which Cluster forbids.
+// Every node of a cluster name must use the same layout: slot numbers of different
+// node-bit splits mean different (datacenter, worker) pairs, so nothing here could
+// keep them apart.
 #include "coord/redis_registry.h"
 
 #include <fmt/format.h>
@@ -49,14 +63,17 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "idforge/random.h"
 #include "store/redis_connection.h"
+#include "store/store_options.h"
 
 namespace idforge::coord {
 namespace {
@@ -67,23 +84,41 @@ using store::RedisReplyPtr;
 using store::reply_text;
 
 constexpr size_t kMaxConnections = 2;
-// A renew slower than half the TTL is of no use: the keeper fences at 2/3 of it. So the
-// command timeout follows the TTL, within these bounds.
+// A renew slower than half the TTL is of little use: the keeper renews every third of
+// it and fences before its end. So the command timeout follows the TTL, within these
+// bounds.
 constexpr int kMinCommandTimeoutMs = 200;
 constexpr int kMaxCommandTimeoutMs = 5000;
 constexpr int kMaxConnectTimeoutMs = 3000;
 // Lua counts in doubles: slot numbers stay exact up to 2^53.
 constexpr int kMaxSlotBits = 52;
 constexpr int kTokenRandomBytes = 16;
+// A changed history quarantines the slots taken for this many TTLs (see the top).
+constexpr int64_t kQuarantineTtls = 2;
 constexpr int64_t kScanCount = 1000;
 
-// ARGV: key prefix "idforge:C:", identity, token, ttl ms, number of slots.
-// Returns {slot, stored high-water mark ("0" when none), its layout ("" when unknown)},
-// or nil when all are taken.
+// ARGV: key prefix "idforge:C:", identity, token, ttl ms, number of slots, quarantine ms.
+// Returns {slot, stored high-water mark ("0" when none), its layout ("" when unknown),
+// ms left of the quarantine (0: none), why it was set ("<was> <now> <token of the acquire
+// that noticed>", "" when none)}, or nil when all are taken. The history is checked
+// first, so a quarantine set now covers this slot too.
 constexpr const char* kAcquireLua = R"lua(
+if redis.replicate_commands then pcall(redis.replicate_commands) end
 local prefix, token, ttl = ARGV[1], ARGV[3], ARGV[4]
 local slots = tonumber(ARGV[5])
 local identity_key = prefix .. 'identity:' .. ARGV[2]
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or '?'
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '?'
+local history = replid .. '/' .. run_id
+local recorded = redis.call('GET', prefix .. 'history')
+if recorded ~= history then
+  redis.call('SET', prefix .. 'history', history)
+  redis.call('SET', prefix .. 'quarantine', (recorded or 'none') .. ' ' .. history .. ' ' .. token,
+             'PX', ARGV[6])
+end
+local wait = redis.call('PTTL', prefix .. 'quarantine')
+local why = ''
+if wait > 0 then why = redis.call('GET', prefix .. 'quarantine') or '' else wait = 0 end
 local function take(slot)
   local name = string.format('%d', slot)
   if not redis.call('SET', prefix .. 'worker:' .. name, token, 'NX', 'PX', ttl) then
@@ -91,7 +126,7 @@ local function take(slot)
   end
   redis.call('SET', identity_key, name)
   return {slot, redis.call('GET', prefix .. 'hw:' .. name) or '0',
-          redis.call('GET', prefix .. 'hwlayout:' .. name) or ''}
+          redis.call('GET', prefix .. 'hwlayout:' .. name) or '', wait, why}
 end
 local previous = redis.call('GET', identity_key)
 if previous and string.match(previous, '^%d+$') and tonumber(previous) < slots then
@@ -166,6 +201,31 @@ std::string glob_escape(std::string_view text) {
   return out;
 }
 
+// Why a lease waits, for stderr. `why` is the quarantine key's "<was> <now> <token>"
+// (was: "none" when no history had been recorded).
+std::string quarantine_line(const std::string& described, const Lease& lease,
+                            std::string_view why) {
+  std::string_view fields[3];
+  for (std::string_view& f : fields) {
+    const size_t space = why.find(' ');
+    f = why.substr(0, space);
+    why = space == std::string_view::npos ? std::string_view() : why.substr(space + 1);
+  }
+  const auto& [was, now, token] = fields;
+  return fmt::format(
+      "{}: slot {} waits {} ms before issuing: {} (noticed by '{}'), so Redis may have "
+      "forgotten leases whose holders still issue (a flush, a restart without its data, a "
+      "failover to a replica that missed writes); every slot taken within {} TTLs of that "
+      "waits until those holders have fenced",
+      described, lease.slot, lease.start_delay_ms,
+      was == "none"
+          ? fmt::format("no server history was recorded (a new registry, or its data is gone), "
+                        "now {}",
+                        now)
+          : fmt::format("the server's history changed from {} to {}", was, now),
+      holder_of(token), kQuarantineTtls);
+}
+
 // A {code, text} reply of the renew and release scripts.
 bool read_pair(const redisReply* r, long long* code, std::string* text) {
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -180,8 +240,9 @@ bool read_pair(const redisReply* r, long long* code, std::string* text) {
 class RedisRegistry final : public WorkerRegistry {
  public:
   RedisRegistry(store::RedisTarget target, const RegistryOptions& options,
-                store::RedisTimeouts timeouts)
+                store::RedisTimeouts timeouts, RedisLeaseWrites writes)
       : options_(options),
+        writes_(writes),
         client_(std::move(target), kScripts, timeouts, kMaxConnections),
         prefix_(fmt::format("idforge:{}:", options.cluster)),
         described_(fmt::format("{} cluster {}", client_.shown(), options.cluster)) {}
@@ -208,32 +269,78 @@ class RedisRegistry final : public WorkerRegistry {
   Status unexpected(std::string_view doing) const {
     return Status::Internal(fmt::format("{}: {}: unexpected reply", described_, doing));
   }
+  // With min_replicas: WAITs for them after a write `what` ("the renew of slot 3").
+  Status wait_for_replicas(RedisConnection& c, const std::string& what);
+  // Says once on stderr why a lease must wait, or why replicas refused a write; `key`
+  // tells the events apart, so each is said once however often it repeats.
+  void tell_once(const std::string& key, const std::string& line);
 
   const RegistryOptions options_;
+  const RedisLeaseWrites writes_;
   RedisClient client_;
   const std::string prefix_;
   const std::string described_;
+  Mutex told_mu_;
+  std::string told_ IDFORGE_GUARDED_BY(told_mu_);  // the key of the last line written
 };
 
 Status RedisRegistry::check_slot(uint64_t slot) const {
   return idforge::check_slot(options_.space, slot, options_.layout_name);
 }
 
+void RedisRegistry::tell_once(const std::string& key, const std::string& line) {
+  {
+    MutexLock lock(told_mu_);
+    if (told_ == key) return;
+    told_ = key;
+  }
+  std::fprintf(stderr, "idforge: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+Status RedisRegistry::wait_for_replicas(RedisConnection& c, const std::string& what) {
+  if (writes_.min_replicas == 0) return Status::Ok();
+  Result<RedisReplyPtr> got = c.command(
+      {"WAIT", std::to_string(writes_.min_replicas), std::to_string(writes_.replica_wait_ms)});
+  if (!got.ok()) return got.status();
+  const redisReply* r = got->get();
+  if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "waiting for replicas");
+  if (r->type != REDIS_REPLY_INTEGER) return unexpected("waiting for replicas");
+  if (r->integer >= static_cast<long long>(writes_.min_replicas)) {
+    MutexLock lock(told_mu_);
+    if (told_.starts_with("wait:")) told_.clear();  // said again if it happens again
+    return Status::Ok();
+  }
+  // Written on the primary only: a failover now could lose it, so it does not count.
+  const std::string line = fmt::format(
+      "{}: {} reached {} of the {} replicas min_replicas asks for within {} ms; it counts as "
+      "failed (a primary cut off from its replicas, or replicas lagging)",
+      described_, what, r->integer, writes_.min_replicas, writes_.replica_wait_ms);
+  tell_once("wait:", line);
+  return Status::Unavailable(line);
+}
+
 Result<Lease> RedisRegistry::acquire(const std::string& identity) {
   if (identity.empty()) return Status::InvalidArgument("the worker identity is empty");
   const std::string token = identity + "#" + random_hex(kTokenRandomBytes);
-  const std::vector<std::string> args = {prefix_, identity, token, std::to_string(options_.ttl_ms),
-                                         std::to_string(options_.space.slots())};
+  const std::vector<std::string> args = {prefix_,
+                                         identity,
+                                         token,
+                                         std::to_string(options_.ttl_ms),
+                                         std::to_string(options_.space.slots()),
+                                         std::to_string(kQuarantineTtls * options_.ttl_ms)};
   return client_.with_connection([&](RedisConnection& c) -> Result<Lease> {
     Result<RedisReplyPtr> got = c.eval(kAcquire, {}, args);
     if (!got.ok()) return got.status();
     const redisReply* r = got->get();
     if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "acquiring a worker slot");
     if (r->type == REDIS_REPLY_NIL) return all_slots_taken(options_.space, options_.layout_name);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING ||
-        r->element[2]->type != REDIS_REPLY_STRING || r->element[0]->integer < 0 ||
-        static_cast<uint64_t>(r->element[0]->integer) >= options_.space.slots()) {
+        r->element[2]->type != REDIS_REPLY_STRING || r->element[3]->type != REDIS_REPLY_INTEGER ||
+        r->element[4]->type != REDIS_REPLY_STRING || r->element[0]->integer < 0 ||
+        static_cast<uint64_t>(r->element[0]->integer) >= options_.space.slots() ||
+        r->element[3]->integer < 0 || r->element[3]->integer > kQuarantineTtls * options_.ttl_ms) {
       return unexpected("acquiring a worker slot");
     }
     Lease lease;
@@ -248,10 +355,20 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
     lease.datacenter = options_.space.datacenter_of(lease.slot);
     lease.worker = options_.space.worker_of(lease.slot);
     lease.ttl_ms = options_.ttl_ms;
-    // Redis can lose every lease (see the top of this file); a holder it forgot fences
-    // itself by 2/3 ttl, so waiting a whole ttl is enough.
-    lease.start_delay_ms = options_.ttl_ms;
+    // The quarantine left (see the top of this file); 0 on an unchanged history.
+    lease.start_delay_ms = r->element[3]->integer;
     lease.token = token;
+    if (lease.start_delay_ms > 0) {
+      tell_once(std::string(reply_text(r->element[4])),
+                quarantine_line(described_, lease, reply_text(r->element[4])));
+    }
+    Status waited = wait_for_replicas(c, fmt::format("the lease on slot {}", lease.slot));
+    if (!waited.ok()) {
+      // Not used: the slot goes back now rather than at its TTL (if this delete is
+      // lost too, the TTL still frees it).
+      c.eval(kRelease, {worker_key(lease.slot)}, {token}).status().ignore_error();
+      return waited;
+    }
     return lease;
   });
 }
@@ -278,7 +395,9 @@ Status RedisRegistry::renew(const Lease& lease, int64_t high_water_ms) {
     long long renewed = 0;
     std::string holder;
     if (!read_pair(r, &renewed, &holder)) return unexpected("renewing a lease");
-    if (renewed == 1) return Status::Ok();
+    if (renewed == 1) {
+      return wait_for_replicas(c, fmt::format("the renew of slot {}", lease.slot));
+    }
     return Status::LeaseLost(fmt::format("lease on slot {} lost: {} in {}", lease.slot,
                                          holder.empty()
                                              ? std::string("it expired or Redis lost it")
@@ -393,8 +512,44 @@ Status RedisRegistry::force_release(uint64_t slot) {
 
 }  // namespace
 
+bool is_redis_registry_url(std::string_view url) { return store::is_redis_url(url); }
+
+Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
+  Result<store::UrlOptions> taken =
+      store::take_url_options(url, {"min_replicas", "replica_wait_ms"});
+  if (!taken.ok()) {
+    return Status::InvalidArgument(fmt::format("redis registry URL: {}", taken.status().message()));
+  }
+  RedisRegistryUrl out;
+  out.rest = std::move(taken->rest);
+  auto number = [](const std::string& key, const std::string& value, uint32_t max,
+                   uint32_t* n) -> Status {
+    if (!parse_int(value, n) || *n > max) {
+      return Status::InvalidArgument(
+          fmt::format("redis registry URL option {} must be a whole number from 0 to {}, got '{}'",
+                      key, max, value));
+    }
+    return Status::Ok();
+  };
+  for (const auto& [key, value] : taken->taken) {
+    if (key == "min_replicas") {
+      IDFORGE_RETURN_IF_ERROR(number(key, value, store::kMaxMinReplicas, &out.writes.min_replicas));
+    } else {
+      IDFORGE_RETURN_IF_ERROR(
+          number(key, value, kMaxCommandTimeoutMs, &out.writes.replica_wait_ms));
+      if (out.writes.replica_wait_ms == 0) {
+        // WAIT with timeout 0 would block until enough replicas answer, forever.
+        return Status::InvalidArgument(
+            "redis registry URL option replica_wait_ms must be at least 1");
+      }
+    }
+  }
+  return out;
+}
+
 Result<std::unique_ptr<WorkerRegistry>> open_redis_registry(std::string_view target,
-                                                            const RegistryOptions& options) {
+                                                            const RegistryOptions& options,
+                                                            const RedisLeaseWrites& writes) {
   Result<store::RedisTarget> parsed = store::parse_redis_url(target, "registry");
   if (!parsed.ok()) return parsed.status();
   const int bits = options.space.datacenter_bits + options.space.worker_bits;
@@ -411,9 +566,25 @@ Result<std::unique_ptr<WorkerRegistry>> open_redis_registry(std::string_view tar
   timeouts.command_ms = static_cast<int>(
       std::clamp<int64_t>(options.ttl_ms / 2, kMinCommandTimeoutMs, kMaxCommandTimeoutMs));
   timeouts.connect_ms = std::min(timeouts.command_ms, kMaxConnectTimeoutMs);
-  auto registry = std::make_unique<RedisRegistry>(std::move(parsed).value(), options, timeouts);
+  RedisLeaseWrites checked = writes;
+  if (checked.replica_wait_ms == 0) {
+    checked.replica_wait_ms = static_cast<uint32_t>(timeouts.command_ms / 2);
+  }
+  // WAIT must answer before the socket's timeout gives up on the connection.
+  if (static_cast<int64_t>(checked.replica_wait_ms) >= timeouts.command_ms) {
+    return Status::InvalidArgument(fmt::format(
+        "redis registry URL option replica_wait_ms must be below the command timeout, which "
+        "follows the TTL (ttl_ms {}: {} ms), got {}",
+        options.ttl_ms, timeouts.command_ms, checked.replica_wait_ms));
+  }
+  auto registry =
+      std::make_unique<RedisRegistry>(std::move(parsed).value(), options, timeouts, checked);
   IDFORGE_RETURN_IF_ERROR(registry->open());
   return std::unique_ptr<WorkerRegistry>(std::move(registry));
+}
+
+bool may_lose_marks(const WorkerRegistry& registry) {
+  return dynamic_cast<const RedisRegistry*>(&registry) != nullptr;
 }
 
 }  // namespace idforge::coord

@@ -16,8 +16,12 @@ namespace {
 
 constexpr const char* kForms =
     "static:DC/WORKER, static: (ids from IDFORGE_DATACENTER_ID and IDFORGE_WORKER_ID), "
-    "local:DIR, local: (the data dir), redis://HOST:PORT[/DB], etcd://HOST:PORT or "
-    "zookeeper://HOST:PORT[/PATH], each optionally followed by ?ttl_ms=N&cluster=NAME";
+    "static:ordinal (the number ending the host name's first label, as in idforge-7), local:DIR, "
+    "local: "
+    "(the data dir), redis://HOST:PORT[/DB], "
+    "redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME[/DB], "
+    "etcd://HOST:PORT[,HOST:PORT...] or zookeeper://HOST:PORT[,HOST:PORT...][/PATH], each "
+    "optionally followed by ?ttl_ms=N&cluster=NAME";
 
 // A lease renewed every ttl/3 needs a few ms of room, and one that outlives a day
 // keeps a dead node's slot taken for longer than anyone would wait.
@@ -87,6 +91,14 @@ Status apply_query(std::string_view url, std::string_view query, RegistryOptions
 
 Result<std::unique_ptr<WorkerRegistry>> open_registry(std::string_view url,
                                                       RegistryOptions options) {
+  // Redis reads options of its own off the query (redis_registry.h); the rest are common.
+  RedisRegistryUrl redis{std::string(url), {}};
+  if (is_redis_registry_url(url)) {
+    Result<RedisRegistryUrl> taken = take_redis_registry_options(url);
+    if (!taken.ok()) return taken.status();
+    redis = std::move(taken).value();
+    url = redis.rest;
+  }
   const size_t question = url.find('?');
   std::string_view target = url.substr(0, question);
   if (question != std::string_view::npos) {
@@ -106,7 +118,7 @@ Result<std::unique_ptr<WorkerRegistry>> open_registry(std::string_view url,
 
   if (starts_with(target, "static:")) return open_static_registry(target, options);
   if (starts_with(target, "local:")) return open_local_registry(target, options);
-  if (starts_with(target, "redis://")) return open_redis_registry(target, options);
+  if (is_redis_registry_url(target)) return open_redis_registry(target, options, redis.writes);
   if (starts_with(target, "etcd://")) return open_etcd_registry(target, options);
   if (starts_with(target, "zookeeper://")) return open_zookeeper_registry(target, options);
   if (target.empty()) return bad_url(url, "it is empty");

@@ -1,15 +1,22 @@
 // static:DC/WORKER (or static:WORKER, or static: with IDFORGE_DATACENTER_ID and
-// IDFORGE_WORKER_ID): the operator assigns the id. We still lock the slot's file in
-// the data dir, so a second process on this host given the same id is refused rather
-// than issuing the same IDs, and keep the slot's mark there across restarts. Other
-// hosts are the operator's responsibility: that is what the coordinators are for.
+// IDFORGE_WORKER_ID, or static:ordinal, which reads the worker from the host name as a
+// Kubernetes StatefulSet names its pods): the operator assigns the id. We still lock
+// the slot's file in the data dir, so a second process on this host given the same id
+// is refused rather than issuing the same IDs, and keep the slot's mark there across
+// restarts. Other hosts are the operator's responsibility: that is what the
+// coordinators are for.
 #include "coord/static_registry.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #include "coord/slot_file_registry.h"
 
@@ -18,6 +25,10 @@ namespace {
 
 constexpr const char* kEnvDatacenter = "IDFORGE_DATACENTER_ID";
 constexpr const char* kEnvWorker = "IDFORGE_WORKER_ID";
+// Stands in for gethostname() with static:ordinal (tests, or a container whose host
+// name is not its pod name).
+constexpr const char* kEnvHostname = "IDFORGE_HOSTNAME";
+constexpr std::string_view kOrdinal = "ordinal";
 // A `worker status` probe holds a free slot's lock for microseconds; a static id has
 // nowhere else to go, so it looks a few times before calling the id taken.
 constexpr int kLockAttempts = 5;
@@ -30,6 +41,109 @@ Result<uint64_t> parse_id(std::string_view text, std::string_view what) {
         "static worker id: {} must be a non-negative whole number, got '{}'", what, text));
   }
   return v;
+}
+
+// What a static: URL names, and how to say where it came from.
+struct StaticIds {
+  uint64_t datacenter = 0;
+  uint64_t worker = 0;
+  std::string source;  // for describe()
+  std::string origin;  // appended to a range error: " (from ...)", or empty
+};
+
+// The datacenter from IDFORGE_DATACENTER_ID, 0 when unset or empty.
+Result<uint64_t> datacenter_from_env() {
+  const char* datacenter = std::getenv(kEnvDatacenter);
+  if (datacenter == nullptr || *datacenter == '\0') return uint64_t{0};
+  return parse_id(datacenter, kEnvDatacenter);
+}
+
+// static:DC/WORKER, static:WORKER, or static: (both from the environment).
+Result<StaticIds> ids_from_url(std::string_view target, std::string_view ids) {
+  StaticIds out;
+  out.source = std::string(target);
+  std::string from_env;
+  if (ids.empty()) {
+    const char* worker = std::getenv(kEnvWorker);
+    const char* datacenter = std::getenv(kEnvDatacenter);
+    if (worker == nullptr || *worker == '\0') {
+      return Status::InvalidArgument(fmt::format(
+          "static: without ids needs {} (and {} when the layout has a datacenter field) in the "
+          "environment, or give them as static:DC/WORKER",
+          kEnvWorker, kEnvDatacenter));
+    }
+    from_env =
+        fmt::format("{}/{}", datacenter != nullptr && *datacenter ? datacenter : "0", worker);
+    ids = from_env;
+    out.source = fmt::format("static:{} (from {}/{})", from_env, kEnvDatacenter, kEnvWorker);
+  }
+  const size_t slash = ids.find('/');
+  if (slash == std::string_view::npos) {
+    Result<uint64_t> w = parse_id(ids, "the worker");
+    if (!w.ok()) return w.status();
+    out.worker = *w;
+    return out;
+  }
+  Result<uint64_t> d = parse_id(ids.substr(0, slash), "the datacenter");
+  if (!d.ok()) return d.status();
+  Result<uint64_t> w = parse_id(ids.substr(slash + 1), "the worker");
+  if (!w.ok()) return w.status();
+  out.datacenter = *d;
+  out.worker = *w;
+  return out;
+}
+
+// static:ordinal: the worker is the N that ends the host name's first label, as a
+// StatefulSet names its pods (idforge-0, idforge-1, ...); the datacenter comes from
+// IDFORGE_DATACENTER_ID. Only a plain N is taken: leading zeros or a number past 64 bits
+// mean the name is not a pod ordinal, and guessing would hand two pods one id.
+Result<StaticIds> ids_from_host_name() {
+  std::string host;
+  const char* forced = std::getenv(kEnvHostname);
+  if (forced != nullptr && *forced != '\0') {
+    host = forced;
+  } else {
+    char buffer[256] = {};
+    if (gethostname(buffer, sizeof(buffer) - 1) != 0) {
+      return Status::IoError(
+          fmt::format("static:ordinal: cannot read the host name: {}", std::strerror(errno)));
+    }
+    host = buffer;
+  }
+  const std::string_view label = std::string_view(host).substr(0, host.find('.'));
+  const size_t dash = label.rfind('-');
+  const std::string_view digits =
+      dash == std::string_view::npos ? std::string_view() : label.substr(dash + 1);
+  const auto refuse = [&](std::string_view why) {
+    return Status::InvalidArgument(fmt::format(
+        "static:ordinal: host name '{}' {}; the worker id is the number after the last '-' of "
+        "the host name's first label, written without leading zeros, as a StatefulSet names "
+        "its pods (idforge-0, idforge-7){}",
+        host, why,
+        forced != nullptr && *forced != '\0' ? fmt::format(" (read from {})", kEnvHostname)
+                                             : std::string()));
+  };
+  const bool all_digits = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (!all_digits) return refuse("does not end in -N");
+  if (digits.size() > 1 && digits.front() == '0')
+    return refuse("has an ordinal with leading zeros");
+  uint64_t worker = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), worker);
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
+    return refuse("has an ordinal too large for a 64-bit number");
+  }
+  Result<uint64_t> datacenter = datacenter_from_env();
+  if (!datacenter.ok()) return datacenter.status();
+  StaticIds out;
+  out.datacenter = *datacenter;
+  out.worker = worker;
+  out.source =
+      fmt::format("static:ordinal (host name {}, datacenter from {})", host, kEnvDatacenter);
+  out.origin =
+      fmt::format(" (worker from host name '{}', datacenter from {})", host, kEnvDatacenter);
+  return out;
 }
 
 class StaticRegistry final : public SlotFileRegistry {
@@ -71,65 +185,39 @@ class StaticRegistry final : public SlotFileRegistry {
 Result<std::unique_ptr<WorkerRegistry>> open_static_registry(std::string_view target,
                                                              const RegistryOptions& options) {
   constexpr std::string_view kScheme = "static:";
-  std::string_view ids = target.substr(kScheme.size());
-  std::string source(target);
-  std::string from_env;
-  if (ids.empty()) {
-    const char* worker = std::getenv(kEnvWorker);
-    const char* datacenter = std::getenv(kEnvDatacenter);
-    if (worker == nullptr || *worker == '\0') {
-      return Status::InvalidArgument(fmt::format(
-          "static: without ids needs {} (and {} when the layout has a datacenter field) in the "
-          "environment, or give them as static:DC/WORKER",
-          kEnvWorker, kEnvDatacenter));
-    }
-    from_env =
-        fmt::format("{}/{}", datacenter != nullptr && *datacenter ? datacenter : "0", worker);
-    ids = from_env;
-    source = fmt::format("static:{} (from {}/{})", from_env, kEnvDatacenter, kEnvWorker);
-  }
-
-  const size_t slash = ids.find('/');
-  uint64_t datacenter = 0;
-  uint64_t worker = 0;
-  if (slash == std::string_view::npos) {
-    Result<uint64_t> w = parse_id(ids, "the worker");
-    if (!w.ok()) return w.status();
-    worker = *w;
-  } else {
-    Result<uint64_t> d = parse_id(ids.substr(0, slash), "the datacenter");
-    if (!d.ok()) return d.status();
-    Result<uint64_t> w = parse_id(ids.substr(slash + 1), "the worker");
-    if (!w.ok()) return w.status();
-    datacenter = *d;
-    worker = *w;
-  }
+  Result<StaticIds> parsed = target.substr(kScheme.size()) == kOrdinal
+                                 ? ids_from_host_name()
+                                 : ids_from_url(target, target.substr(kScheme.size()));
+  if (!parsed.ok()) return parsed.status();
+  const StaticIds& ids = *parsed;
 
   const SlotSpace& space = options.space;
   const uint64_t max_dc = (uint64_t{1} << space.datacenter_bits) - 1;
   const uint64_t max_worker = (uint64_t{1} << space.worker_bits) - 1;
-  if (datacenter > max_dc) {
+  if (ids.datacenter > max_dc) {
     return Status::OutOfRange(
         space.datacenter_bits == 0
             ? fmt::format("static worker id: layout {} has no datacenter field, so the "
-                          "datacenter must be 0, got {}",
-                          options.layout_name, datacenter)
+                          "datacenter must be 0, got {}{}",
+                          options.layout_name, ids.datacenter, ids.origin)
             : fmt::format("static worker id: datacenter {} does not fit the {} datacenter bits of "
-                          "layout {} (0..{})",
-                          datacenter, space.datacenter_bits, options.layout_name, max_dc));
+                          "layout {} (0..{}){}",
+                          ids.datacenter, space.datacenter_bits, options.layout_name, max_dc,
+                          ids.origin));
   }
-  if (worker > max_worker) {
-    return Status::OutOfRange(fmt::format(
-        "static worker id: worker {} does not fit the {} worker bits of layout {} (0..{})", worker,
-        space.worker_bits, options.layout_name, max_worker));
+  if (ids.worker > max_worker) {
+    return Status::OutOfRange(
+        fmt::format("static worker id: worker {} does not fit the {} worker bits of layout {} "
+                    "(0..{}){}",
+                    ids.worker, space.worker_bits, options.layout_name, max_worker, ids.origin));
   }
   if (options.data_dir.empty()) {
     return Status::InvalidArgument(
         "a static worker id needs a data dir for its high-water mark and lock file");
   }
-  const uint64_t slot = (datacenter << space.worker_bits) | worker;
+  const uint64_t slot = (ids.datacenter << space.worker_bits) | ids.worker;
   return std::unique_ptr<WorkerRegistry>(
-      new StaticRegistry(options.data_dir, options, slot, std::move(source)));
+      new StaticRegistry(options.data_dir, options, slot, ids.source));
 }
 
 }  // namespace idforge::coord

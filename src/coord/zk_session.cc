@@ -14,10 +14,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "core/thread_annotations.h"
 
 namespace idforge::coord {
 namespace {
@@ -27,9 +28,9 @@ namespace {
 // "getaddrinfo: Name or service not known") that a connect timeout alone does not.
 // Nothing is printed; the caller reports the Status.
 struct ClientError {
-  std::mutex mu;
-  std::chrono::steady_clock::time_point at;
-  std::string text;
+  Mutex mu;
+  std::chrono::steady_clock::time_point at IDFORGE_GUARDED_BY(mu);
+  std::string text IDFORGE_GUARDED_BY(mu);
 };
 ClientError& client_error() {
   static ClientError e;
@@ -45,7 +46,7 @@ void on_client_log(const char* message) {
   std::string_view rest = line.substr(text + 2);
   while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.remove_suffix(1);
   ClientError& e = client_error();
-  std::lock_guard lock(e.mu);
+  MutexLock lock(e.mu);
   e.at = std::chrono::steady_clock::now();
   e.text = rest;
 }
@@ -53,7 +54,7 @@ void on_client_log(const char* message) {
 // The latest client error since `since`, as "; <text>", or "".
 std::string client_error_since(std::chrono::steady_clock::time_point since) {
   ClientError& e = client_error();
-  std::lock_guard lock(e.mu);
+  MutexLock lock(e.mu);
   return e.at >= since && !e.text.empty() ? "; " + e.text : "";
 }
 
@@ -83,15 +84,15 @@ ZkNodeStat to_node_stat(const struct Stat& s) {
 // it is destroyed, so the watcher never sees a dangling context.
 struct ZkSession::Shared {
   zhandle_t* zh = nullptr;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable changed;
-  uint64_t events = 0;  // session events seen, so a waiter cannot miss one
+  uint64_t events IDFORGE_GUARDED_BY(mu) = 0;  // session events seen, so a waiter cannot miss one
 
   static void on_event(zhandle_t*, int type, int, const char*, void* ctx) {
     if (type != ZOO_SESSION_EVENT) return;  // we set no node watches
     auto* shared = static_cast<Shared*>(ctx);
     {
-      std::lock_guard lock(shared->mu);
+      MutexLock lock(shared->mu);
       ++shared->events;
     }
     shared->changed.notify_all();
@@ -126,11 +127,12 @@ Result<std::shared_ptr<ZkSession>> ZkSession::open(const std::string& hosts, int
   IDFORGE_RETURN_IF_ERROR(session->wait_connected(connect_timeout_ms));
   const clientid_t* client = zoo_client_id(ctx->zh);
   session->id_ = client != nullptr ? client->client_id : 0;
-  session->timeout_ms_ = zoo_recv_timeout(ctx->zh);
   return session;
 }
 
 ZkState ZkSession::state() const { return state_of(zoo_state(shared_->zh)); }
+
+int ZkSession::timeout_ms() const { return zoo_recv_timeout(shared_->zh); }
 
 std::string_view ZkSession::state_name(ZkState state) {
   switch (state) {
@@ -149,7 +151,7 @@ std::string_view ZkSession::state_name(ZkState state) {
 Status ZkSession::wait_connected(int timeout_ms) const {
   const auto started = std::chrono::steady_clock::now();
   const auto deadline = started + std::chrono::milliseconds(timeout_ms);
-  std::unique_lock lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   while (true) {
     const uint64_t seen = shared_->events;
     const ZkState s = state();
@@ -160,9 +162,11 @@ Status ZkSession::wait_connected(int timeout_ms) const {
     if (std::chrono::steady_clock::now() >= deadline) break;
     // Woken by the watcher; the 100 ms cap covers a state change the client makes
     // without an event.
-    shared_->changed.wait_until(
-        lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)),
-        [&] { return shared_->events != seen; });
+    const auto until =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    while (shared_->events == seen && std::chrono::steady_clock::now() < until) {
+      lock.wait_until(shared_->changed, until);
+    }
   }
   return Status::Unavailable(fmt::format("{}: not connected to ZooKeeper after {} ms{}", shown_,
                                          timeout_ms, client_error_since(started)));

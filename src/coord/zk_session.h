@@ -2,11 +2,13 @@
 // calls that answer a small code the registry branches on plus a ready-made Status.
 //
 // The C client keeps the session alive from its own I/O thread (pings every third of the
-// timeout), reconnects after a dropped connection, and tells us through its watcher;
-// the ZooKeeper header stays inside zk_session.cc. A session that expired cannot come
-// back: the owner opens a new one. All methods are thread-safe; calls block until the
-// server answers or the client gives up on the connection (at most about 2/3 of the
-// session timeout on a server that stopped answering).
+// timeout), reconnects after a dropped connection (to another member of an ensemble
+// when the host list names several: the session and its ephemeral nodes go with it),
+// and tells us through its watcher; the ZooKeeper header stays inside zk_session.cc. A
+// session that expired cannot come back: the owner opens a new one. All methods are
+// thread-safe; calls block until the server answers or the client gives up on the
+// connection (the C client's own rule: after 2/3 of the session timeout without a word
+// from a server that stopped answering; at once when the connection is closed).
 #pragma once
 
 #include <cstdint>
@@ -56,8 +58,9 @@ class ZkSession {
   ZkSession& operator=(const ZkSession&) = delete;
 
   int64_t id() const { return id_; }
-  // The session timeout the server granted (it clamps the request to its limits).
-  int timeout_ms() const { return timeout_ms_; }
+  // The session timeout granted by the member we are connected to (each clamps the
+  // request to its own limits, so it can change when the session moves).
+  int timeout_ms() const;
   const std::string& shown() const { return shown_; }
   ZkState state() const;
   static std::string_view state_name(ZkState state);
@@ -86,7 +89,6 @@ class ZkSession {
   std::string shown_;
   std::unique_ptr<Shared> shared_;
   int64_t id_ = 0;
-  int timeout_ms_ = 0;
 };
 
 // "0x1000a2b3c4d0000", as zkCli prints session ids; and back (InvalidArgument if bad).

@@ -16,25 +16,41 @@
 //
 // A lease is the ephemeral node, alive exactly as long as the registry's session. The
 // client's I/O thread keeps the session alive, so renew() proves the node is still
-// ours and stores the mark; it does not extend anything itself.
+// ours and stores the mark; it does not extend anything itself. With an ensemble
+// (several hosts in the URL) the session moves to another member when the one it is
+// connected to dies or is cut off: the node stays, and a renew that finds the
+// connection down waits for it to come back (a third of the TTL, 2 s at most) before
+// it fails.
+//
+// Lease::ttl_ms is the session timeout the member granted, and a renew that finds it
+// granted less since (the session moved to a member with a lower maxSessionTimeout)
+// reports the lease lost: the keeper's fence deadline, ttl_ms less a margin after the
+// last renew sent, must end before the session can.
 //
 // Lease::start_delay_ms is 0: ZooKeeper deletes an ephemeral node only when its
-// session has ended, i.e. after the server heard nothing from the old holder for the
-// whole session timeout (by which time that holder's LeaseKeeper, which fences at 2/3
-// of it, has stopped issuing), or when the holder closed it. Sessions and nodes are
-// written to the server's transaction log before any reply, so a server restart keeps
-// them too. Only an operator's force_release (or a wiped data dir) frees a live lease.
+// session has ended, i.e. after the ensemble heard nothing from the old holder for the
+// whole session timeout (by which time that holder's LeaseKeeper, which fences a
+// margin before the TTL after its last renew, has stopped issuing), or when the holder
+// closed it. One exception: a follower tells the leader of its sessions' activity on
+// the leader's next ping (every half tick), so if the follower a holder talks to dies
+// in between and the holder reaches no other member, the leader may expire the
+// session up to a third of the timeout sooner than ttl_ms after the renew that
+// follower served, i.e. before the holder fences. The slot's mark covers that: the
+// holder issues only below the mark it stored, and the next holder starts above it.
+// Sessions and nodes are written to the transaction log before any reply, so a server
+// restart keeps them too. Only an operator's force_release (or a wiped data dir) frees
+// a live lease.
 #include "coord/zookeeper_registry.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,6 +59,7 @@
 #include <vector>
 
 #include "coord/zk_session.h"
+#include "core/thread_annotations.h"
 
 namespace idforge::coord {
 namespace {
@@ -55,6 +72,13 @@ constexpr std::string_view kDefaultPort = "2181";
 constexpr int64_t kMinConnectWaitMs = 5000;
 constexpr int64_t kMaxConnectWaitMs = 15000;
 constexpr int kCasAttempts = 16;
+// A renew that meets a dropped connection waits up to ttl / kReconnectShare (at most
+// kMaxReconnectWaitMs, which bounds how long stopping waits on a renew) for the client
+// to reconnect, and tries again, at most kRenewAttempts times in all. Moving to another
+// member takes milliseconds, or an election (about a second) when the leader died.
+constexpr int64_t kReconnectShare = 3;
+constexpr int64_t kMaxReconnectWaitMs = 2000;
+constexpr int kRenewAttempts = 3;
 constexpr size_t kMaxIdentity = 512;
 
 template <typename Int>
@@ -195,7 +219,7 @@ class ZookeeperRegistry final : public WorkerRegistry {
   }
 
   std::shared_ptr<ZkSession> current_session() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return session_;
   }
   Result<std::shared_ptr<ZkSession>> live_session();
@@ -206,6 +230,9 @@ class ZookeeperRegistry final : public WorkerRegistry {
   Status raise_identity(const ZkSession& s, const std::string& identity, uint64_t slot,
                         int64_t high_water_ms) const;
   void abandon(const ZkSession& s, uint64_t slot, const std::string& identity) const;
+  // One try at renew(): the node is still ours, the marks are stored, it is still ours.
+  Status renew_once(const ZkSession& s, const Lease& lease, int64_t owner,
+                    int64_t high_water_ms) const;
   Status lost(const Lease& lease, std::string_view why) const {
     return Status::LeaseLost(
         fmt::format("lease on slot {} lost: {} ({})", lease.slot, why, describe()));
@@ -215,13 +242,13 @@ class ZookeeperRegistry final : public WorkerRegistry {
   const RegistryOptions options_;
   const std::string base_;  // PATH/<cluster>
   // Serializes opening a session, so a renew never waits behind a connect.
-  std::mutex connect_mu_;
-  mutable std::mutex mu_;  // guards session_ (the pointer, not the session)
-  std::shared_ptr<ZkSession> session_;
+  Mutex connect_mu_;
+  mutable Mutex mu_;
+  std::shared_ptr<ZkSession> session_ IDFORGE_GUARDED_BY(mu_);  // the pointer, not the session
 };
 
 Result<std::shared_ptr<ZkSession>> ZookeeperRegistry::live_session() {
-  std::lock_guard connect_lock(connect_mu_);
+  MutexLock connect_lock(connect_mu_);
   const int connect_wait_ms =
       static_cast<int>(std::clamp(options_.ttl_ms, kMinConnectWaitMs, kMaxConnectWaitMs));
   std::shared_ptr<ZkSession> s = current_session();
@@ -237,7 +264,7 @@ Result<std::shared_ptr<ZkSession>> ZookeeperRegistry::live_session() {
   }
   std::shared_ptr<ZkSession> old;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     old = std::exchange(session_, *fresh);
   }
   return *fresh;  // `old` closes here, outside mu_: closing may wait on the network
@@ -403,21 +430,56 @@ Status ZookeeperRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   if (!s || s->id() != *owner) {
     return lost(lease, fmt::format("its ZooKeeper session {} has ended", lease.token));
   }
-  const ZkState state = s->state();
-  if (state == ZkState::kExpired || state == ZkState::kAuthFailed) {
-    return lost(lease,
-                fmt::format("ZooKeeper session {}: {}", lease.token, ZkSession::state_name(state)));
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::min(
+                                           lease.ttl_ms / kReconnectShare, kMaxReconnectWaitMs));
+  Status result = Status::Unavailable("not tried");
+  for (int attempt = 0; attempt < kRenewAttempts && !result.ok(); ++attempt) {
+    if (attempt > 0 && (result.code() != StatusCode::kUnavailable || Clock::now() >= deadline)) {
+      break;  // only a connection lost on the way (or a node that kept changing) is retried
+    }
+    const int64_t left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    // Not lost yet: the session outlives a short disconnection, and in an ensemble the
+    // client is connecting to another member. The keeper fences if this lasts too long.
+    if (s->state() != ZkState::kConnected && left > 0) s->wait_connected(left).ignore_error();
+    const ZkState state = s->state();
+    if (state == ZkState::kExpired || state == ZkState::kAuthFailed) {
+      return lost(lease, fmt::format("ZooKeeper session {}: {}", lease.token,
+                                     ZkSession::state_name(state)));
+    }
+    if (state != ZkState::kConnected) {
+      return Status::Unavailable(
+          fmt::format("{}: not connected ({}); cannot renew the lease on slot {}{}",
+                      target_.shown(), ZkSession::state_name(state), lease.slot,
+                      attempt == 0 ? "" : " (last try: " + std::string(result.message()) + ")"));
+    }
+    result = renew_once(*s, lease, *owner, high_water_ms);
   }
-  if (state != ZkState::kConnected) {
-    // Not lost yet: the session outlives a short disconnection. The caller fences if
-    // this lasts too long.
-    return Status::Unavailable(
-        fmt::format("{}: not connected ({}); cannot renew the lease on slot {}", target_.shown(),
-                    ZkSession::state_name(state), lease.slot));
+  if (!result.ok()) return result;
+  if (const int granted = s->timeout_ms(); granted < lease.ttl_ms) {
+    // Let the slot go now rather than when the session ends: whoever takes it next
+    // starts above the mark just stored, and acquiring again times the lease by the
+    // timeout granted now.
+    ZkNodeStat stat;
+    const std::string path = slot_path(lease.slot);
+    if (s->exists(path, &stat).ok() && stat.ephemeral_owner == *owner) {
+      s->remove(path, stat.version).status.ignore_error();
+    }
+    return lost(lease, fmt::format("the session moved to a ZooKeeper member that granted it {} "
+                                   "ms, less than the lease's ttl_ms {}, so it could end before "
+                                   "this node fences; give every member the same "
+                                   "minSessionTimeout and maxSessionTimeout",
+                                   granted, lease.ttl_ms));
   }
+  return Status::Ok();
+}
+
+Status ZookeeperRegistry::renew_once(const ZkSession& s, const Lease& lease, int64_t owner,
+                                     int64_t high_water_ms) const {
   const std::string path = slot_path(lease.slot);
   const auto failed = [&](const Status& error) {
-    return s->state() == ZkState::kExpired
+    return s.state() == ZkState::kExpired
                ? lost(lease, fmt::format("ZooKeeper session {} expired", lease.token))
                : error;
   };
@@ -427,7 +489,7 @@ Status ZookeeperRegistry::renew(const Lease& lease, int64_t high_water_ms) {
       return lost(lease, path + " no longer exists (released by an operator?)");
     }
     if (!r.ok()) return failed(r.status);
-    if (stat.ephemeral_owner != *owner) {
+    if (stat.ephemeral_owner != owner) {
       return lost(lease, fmt::format("{} now belongs to session {}{}", path,
                                      session_hex(stat.ephemeral_owner),
                                      holder ? " (" + *holder + ")" : std::string()));
@@ -436,14 +498,14 @@ Status ZookeeperRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   };
   std::string identity;
   ZkNodeStat before;
-  IDFORGE_RETURN_IF_ERROR(still_ours(s->get(path, &identity, &before), before, &identity));
-  Status stored = raise_mark(*s, lease.slot, high_water_ms);
-  if (stored.ok()) stored = raise_identity(*s, identity, lease.slot, high_water_ms);
+  IDFORGE_RETURN_IF_ERROR(still_ours(s.get(path, &identity, &before), before, &identity));
+  Status stored = raise_mark(s, lease.slot, high_water_ms);
+  if (stored.ok()) stored = raise_identity(s, identity, lease.slot, high_water_ms);
   if (!stored.ok()) return failed(stored);
   // Checked again after the writes: if the node is still the one we held, they happened
   // while we held it, so the slot's next holder (who reads after creating it) sees them.
   ZkNodeStat after;
-  IDFORGE_RETURN_IF_ERROR(still_ours(s->exists(path, &after), after, nullptr));
+  IDFORGE_RETURN_IF_ERROR(still_ours(s.exists(path, &after), after, nullptr));
   if (after.czxid != before.czxid) return lost(lease, path + " was deleted and created again");
   return Status::Ok();
 }

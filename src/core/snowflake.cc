@@ -62,6 +62,10 @@ Result<std::unique_ptr<SnowflakeGenerator>> SnowflakeGenerator::create(Snowflake
                                    std::to_string(options.ring_ticks));
   }
   if (options.reserve_ms < 1) return Status::InvalidArgument("reserve_ms must be >= 1");
+  if (options.renew_below_ms < 0 || options.renew_below_ms >= options.reserve_ms) {
+    return Status::InvalidArgument("renew_below_ms must be from 0 to reserve_ms - 1, got " +
+                                   std::to_string(options.renew_below_ms));
+  }
   if (options.max_startup_wait_ms < 0) {
     return Status::InvalidArgument("max_startup_wait_ms must be >= 0");
   }
@@ -80,6 +84,7 @@ SnowflakeGenerator::SnowflakeGenerator(SnowflakeOptions options)
       max_wait_ms_(options.max_wait_ms),
       ring_ticks_(static_cast<uint64_t>(options.ring_ticks)),
       reserve_ms_(options.reserve_ms),
+      renew_below_ms_(options.renew_below_ms > 0 ? options.renew_below_ms : options.reserve_ms / 2),
       startup_wait_ms_(options.max_startup_wait_ms),
       max_step_ms_(options.max_clock_step_ms),
       clock_(options.clock ? options.clock : &default_clock()),
@@ -519,9 +524,9 @@ Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
   reservation_asked_.store(false, std::memory_order_release);
   reserved_ms_.store(mark_ms, std::memory_order_release);
   const uint64_t reserved = tick_of_ms(mark_ms);
-  const uint64_t half = static_cast<uint64_t>(reserve_ms_ / 2 / layout_.tick_ms());
+  const uint64_t below = static_cast<uint64_t>(renew_below_ms_ / layout_.tick_ms());
   reserved_tick_.store(reserved, std::memory_order_release);
-  renew_tick_.store(reserved > half ? reserved - half : 0, std::memory_order_release);
+  renew_tick_.store(reserved > below ? reserved - below : 0, std::memory_order_release);
   return Status::Ok();
 }
 
@@ -532,7 +537,7 @@ Status SnowflakeGenerator::renew_reservation() {
   // than the clock moves: measure what is left from whichever is later.
   const int64_t last = layout_.unix_ms_of(state_.load(std::memory_order_acquire) >> seq_bits_);
   const int64_t from = std::max(trusted_ms(clock_->now_ms()), last);
-  if (reserved_ms_.load(std::memory_order_acquire) - from > reserve_ms_ / 2) return Status::Ok();
+  if (reserved_ms_.load(std::memory_order_acquire) - from > renew_below_ms_) return Status::Ok();
   return store_mark_locked(from + reserve_ms_);
 }
 

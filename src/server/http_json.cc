@@ -40,6 +40,7 @@ Json lease_object(const ServiceStatus& s) {
   lease["worker"] = s.lease.worker;
   lease["ttl_ms"] = s.lease.ttl_ms;
   lease["seconds_left"] = s.lease_seconds_left;
+  lease["fence_after_ms"] = s.keeper.fence_after_ms;
   lease["renewals"] = s.keeper.renewals;
   lease["failures"] = s.keeper.failures;
   lease["last_error"] = s.keeper.last_error;

@@ -16,8 +16,8 @@ using Steady = std::chrono::steady_clock;
 // cost nothing.
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kReacquireBackoff = std::chrono::seconds(1);
-// How far the stored mark runs ahead of issued IDs (the generator's default).
-const int64_t kReserveMs = SnowflakeOptions{}.reserve_ms;
+// The generator's default reserve, for a part that has no lease yet.
+const int64_t kDefaultReserveMs = SnowflakeOptions{}.reserve_ms;
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch())
@@ -65,12 +65,14 @@ Status SnowflakePart::open_lease() {
   options.max_drift_ms = config_.max_drift_ms;
   options.max_clock_step_ms = config_.max_clock_step_ms;
   options.max_wait_ms = config_.max_wait_ms;
-  options.reserve_ms = kReserveMs;
   // Requests never write the mark (a coordinator round trip on an event loop); this
   // part's thread does, at once when a request asks.
   options.store_on_next = false;
   options.reservation_wanted = [this] { wake(); };
-  Result<SnowflakeGenerator*> made = (*held)->make_generator(std::move(options));
+  // The mark is kept a whole fence window ahead on a coordinator lease, so an outage the
+  // lease survives stops no request.
+  Result<SnowflakeGenerator*> made =
+      (*held)->make_generator(std::move(options), coord::MarkReserve::kRideOutOutages);
   if (!made.ok()) return made.status();
   // The reservation made at creation may have run out while a start delay was waited
   // out: renew it before the generator is used (and counted ready).
@@ -197,6 +199,7 @@ PartReadiness SnowflakePart::readiness() const {
   SnowflakeGenerator* gen = generator_.load(std::memory_order_acquire);
   if (gen == nullptr) return no("no worker-id lease");
   std::string renew_error;
+  int64_t reserve_ms = kDefaultReserveMs;
   {
     MutexLock lock(lease_mu_);
     if (lease_) {
@@ -206,23 +209,33 @@ PartReadiness SnowflakePart::readiness() const {
         if (!keeper.last_error.empty()) text += ": " + keeper.last_error;
         return no(std::move(text));
       }
+      reserve_ms = std::max<int64_t>(lease_->reserve_ms(), 1);
+      // Until the keeper fences if no renew gets through.
+      const int64_t fence_in_ms = lease_->keeper().fence_after_ms() - keeper.since_renew_ms;
+      if (fence_in_ms < reserve_ms / 4) {
+        return no(fmt::format(
+            "worker-id lease not renewed for {} ms, fenced in {} ms: {}", keeper.since_renew_ms,
+            std::max<int64_t>(fence_in_ms, 0),
+            keeper.last_error.empty() ? "the renew has not answered" : keeper.last_error));
+      }
     }
     renew_error = renew_error_;
   }
   if (gen->fenced()) return no("the Snowflake generator is fenced");
-  if (!renew_error.empty()) {
-    return no("the time high-water mark could not be renewed: " + renew_error);
-  }
-  // The thread renews once less than half the reserve is left; one that has been
-  // waiting on the coordinator for that long leaves requests about to run out.
-  const int64_t since = renewing_since_ms_.load(std::memory_order_acquire);
-  if (since != 0 && steady_ms() - since >= kReserveMs / 2) {
-    return no(fmt::format("renewing the time high-water mark has waited {} ms on the coordinator",
-                          steady_ms() - since));
-  }
-  if (const int64_t ahead = reserved_ahead_ms(*gen); ahead < 0) {
-    return no(
-        fmt::format("the time high-water mark ran out {} ms ago and is not renewed yet", -ahead));
+  // Not ready a quarter of the reserve before IDs would stop, rather than at the first
+  // slow or failed renewal: every node of a fleet sees a coordinator blip at the same
+  // moment, and all of them leaving rotation together would be the very outage the
+  // reservation rides out.
+  if (const int64_t ahead = reserved_ahead_ms(*gen); ahead < reserve_ms / 4) {
+    std::string cause = renew_error;
+    const int64_t since = renewing_since_ms_.load(std::memory_order_acquire);
+    if (cause.empty() && since != 0) {
+      cause = fmt::format("renewing it has waited {} ms on the coordinator", steady_ms() - since);
+    }
+    if (cause.empty()) cause = "not renewed yet";
+    return no(ahead < 0
+                  ? fmt::format("the time high-water mark ran out {} ms ago: {}", -ahead, cause)
+                  : fmt::format("the time high-water mark is only {} ms ahead: {}", ahead, cause));
   }
   return PartReadiness{true, ""};
 }

@@ -6,7 +6,11 @@
 #include <signal.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <string>
+#include <vector>
 
 namespace idforge::store {
 namespace {
@@ -16,24 +20,6 @@ timeval to_timeval(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
 bool parse_int(std::string_view text, int* out) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
-
-// "p%40ss" -> "p@ss", so a password may hold the URL's own delimiters.
-Result<std::string> percent_decode(std::string_view in) {
-  std::string out;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    unsigned value = 0;
-    if (in.size() - i < 3) return Status::InvalidArgument("bad escape");
-    const auto [end, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
-    if (ec != std::errc() || end != in.data() + i + 3) return Status::InvalidArgument("bad escape");
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return out;
 }
 
 // hiredis writes with plain write(): on a connection the server has reset, that raises
@@ -73,71 +59,6 @@ class SigpipeGuard {
 
 }  // namespace
 
-std::string RedisTarget::shown() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  std::string s = fmt::format("redis://{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", port);
-  if (db != 0) s += fmt::format("/{}", db);
-  return s;
-}
-
-Result<RedisTarget> parse_redis_url(std::string_view url, std::string_view what) {
-  auto bad = [url, what](std::string_view why) {
-    // The URL may carry a password; show only what is after the '@', if any.
-    const size_t at = url.rfind('@');
-    const std::string safe = at == std::string_view::npos
-                                 ? std::string(url)
-                                 : "redis://***@" + std::string(url.substr(at + 1));
-    return Status::InvalidArgument(
-        fmt::format("bad redis {} URL '{}': {} (expected redis://[USER:PASSWORD@]HOST[:PORT][/DB])",
-                    what, safe, why));
-  };
-  constexpr std::string_view kScheme = "redis://";
-  if (!url.starts_with(kScheme)) return bad("it must start with redis://");
-  std::string_view rest = url.substr(kScheme.size());
-  RedisTarget t;
-  const size_t at = rest.rfind('@');
-  if (at != std::string_view::npos) {
-    const std::string_view auth = rest.substr(0, at);
-    const size_t colon = auth.find(':');
-    // As other Redis clients read it: user[:password], either part may be empty.
-    Result<std::string> user = percent_decode(auth.substr(0, colon));
-    Result<std::string> password = percent_decode(
-        colon == std::string_view::npos ? std::string_view() : auth.substr(colon + 1));
-    if (!user.ok() || !password.ok()) return bad("a bad %-escape in the user or password");
-    t.user = *user;
-    t.password = *password;
-    rest = rest.substr(at + 1);
-  }
-  const size_t slash = rest.find('/');
-  std::string_view hostport = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && (!parse_int(db, &t.db) || t.db < 0)) {
-      return bad("the database after '/' must be a number");
-    }
-  }
-  std::string_view port;
-  if (hostport.starts_with('[')) {
-    const size_t close = hostport.find(']');
-    if (close == std::string_view::npos) return bad("unclosed '[' in the host");
-    t.host = std::string(hostport.substr(1, close - 1));
-    std::string_view after = hostport.substr(close + 1);
-    if (!after.empty()) {
-      if (!after.starts_with(':')) return bad("expected ':PORT' after ']'");
-      port = after.substr(1);
-    }
-  } else {
-    const size_t colon = hostport.rfind(':');
-    t.host = std::string(hostport.substr(0, colon));
-    if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
-  }
-  if (t.host.empty()) return bad("no host");
-  if (!port.empty() && (!parse_int(port, &t.port) || t.port < 1 || t.port > 65535)) {
-    return bad("the port must be a number from 1 to 65535");
-  }
-  return t;
-}
-
 Status redis_error_status(const std::string& shown, const redisReply* r, std::string_view doing) {
   const std::string_view text = reply_text(r);
   std::string message = fmt::format("{}: {}: {}", shown, doing, text);
@@ -153,10 +74,10 @@ Status redis_error_status(const std::string& shown, const redisReply* r, std::st
 
 Result<std::unique_ptr<RedisConnection>> RedisConnection::connect(
     const RedisTarget& target, const std::string& shown, std::span<const char* const> scripts,
-    const RedisTimeouts& timeouts) {
+    const RedisTimeouts& timeouts, const std::atomic<uint64_t>* epoch) {
   redisContext* raw =
       redisConnectWithTimeout(target.host.c_str(), target.port, to_timeval(timeouts.connect_ms));
-  std::unique_ptr<RedisConnection> conn(new RedisConnection(raw, shown, scripts));
+  std::unique_ptr<RedisConnection> conn(new RedisConnection(raw, shown, scripts, epoch));
   if (raw == nullptr) return Status::Unavailable(shown + ": cannot allocate a connection");
   if (raw->err != 0) {
     return Status::Unavailable(fmt::format("{}: cannot connect: {}", shown, raw->errstr));
@@ -199,6 +120,7 @@ Result<std::unique_ptr<RedisConnection>> RedisConnection::connect(
 
 bool RedisConnection::looks_alive() const {
   if (broken()) return false;
+  if (epoch_ != nullptr && epoch_->load() != born_) return false;
   pollfd p{ctx_->fd, POLLIN, 0};
   return ::poll(&p, 1, 0) == 0;
 }
@@ -219,7 +141,15 @@ Result<RedisReplyPtr> RedisConnection::command(const std::vector<std::string>& a
   void* reply =
       redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data());
   if (reply == nullptr) return io_error();
-  return RedisReplyPtr(static_cast<redisReply*>(reply));
+  RedisReplyPtr r(static_cast<redisReply*>(reply));
+  note_reply(r.get());
+  return r;
+}
+
+void RedisConnection::note_reply(const redisReply* r) {
+  // A write to a replica, also from inside a script ("READONLY You can't write against
+  // a read only replica. script: ..."): the primary we connected to was demoted.
+  if (r->type == REDIS_REPLY_ERROR && reply_text(r).starts_with("READONLY")) demoted_ = true;
 }
 
 Result<RedisReplyPtr> RedisConnection::eval(size_t script, const std::vector<std::string>& keys,
@@ -263,6 +193,7 @@ Result<std::vector<RedisReplyPtr>> RedisConnection::pipeline(
     void* reply = nullptr;
     if (redisGetReply(ctx_.get(), &reply) != REDIS_OK || reply == nullptr) return io_error();
     replies.emplace_back(static_cast<redisReply*>(reply));
+    note_reply(replies.back().get());
   }
   return replies;
 }
@@ -273,8 +204,151 @@ RedisClient::RedisClient(RedisTarget target, std::span<const char* const> script
       shown_(target_.shown()),
       scripts_(scripts),
       timeouts_(timeouts),
-      pool_(max_connections,
-            [this] { return RedisConnection::connect(target_, shown_, scripts_, timeouts_); }) {}
+      pool_(max_connections, [this] { return connect(); }) {}
+
+Result<std::unique_ptr<RedisConnection>> RedisClient::connect() {
+  if (target_.via_sentinels()) return connect_via_sentinels();
+  return RedisConnection::connect(target_, shown_, scripts_, timeouts_);
+}
+
+void RedisClient::note_failure(const RedisConnection& conn) {
+  // The primary may have changed: no connection made before now is used again, so the
+  // next calls ask the Sentinels afresh. (A direct redis:// target has only one server.)
+  if (target_.via_sentinels() && conn.broken()) epoch_.fetch_add(1);
+}
+
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+int ms_left(Steady::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()).count();
+  return static_cast<int>(std::max<int64_t>(left, 0));
+}
+
+// Asks one Sentinel where `name`'s primary is. The error says why not, without naming
+// the Sentinel (the caller does).
+Result<RedisAddress> ask_sentinel(const RedisAddress& sentinel, const std::string& name,
+                                  int connect_ms, int command_ms) {
+  struct ContextFree {
+    void operator()(redisContext* c) const { redisFree(c); }
+  };
+  std::unique_ptr<redisContext, ContextFree> ctx(
+      redisConnectWithTimeout(sentinel.host.c_str(), sentinel.port, to_timeval(connect_ms)));
+  if (ctx == nullptr) return Status::Unavailable("cannot allocate a connection");
+  if (ctx->err != 0) return Status::Unavailable(fmt::format("cannot connect: {}", ctx->errstr));
+  if (redisSetTimeout(ctx.get(), to_timeval(command_ms)) != REDIS_OK) {
+    return Status::Unavailable(fmt::format("cannot set a timeout: {}", ctx->errstr));
+  }
+  SigpipeGuard guard;
+  const char* argv[] = {"SENTINEL", "get-master-addr-by-name", name.c_str()};
+  const size_t lens[] = {8, 23, name.size()};
+  RedisReplyPtr reply(static_cast<redisReply*>(redisCommandArgv(ctx.get(), 3, argv, lens)));
+  if (reply == nullptr) return Status::Unavailable(fmt::format("no answer: {}", ctx->errstr));
+  const redisReply* r = reply.get();
+  if (r->type == REDIS_REPLY_NIL) {
+    return Status::NotFound(fmt::format("knows no master named '{}'", name));
+  }
+  if (r->type == REDIS_REPLY_ERROR) {
+    const std::string_view text = reply_text(r);
+    return Status::IoError(
+        fmt::format("answered '{}'{}", text,
+                    text.starts_with("NOAUTH") ? " (idforge sends no password to Sentinels)"
+                    : text.find("unknown command") != std::string_view::npos ? " (not a Sentinel?)"
+                                                                             : ""));
+  }
+  RedisAddress primary;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+      !parse_int(reply_text(r->element[1]), &primary.port)) {
+    return Status::IoError("gave an answer that is not a host and port (not a Sentinel?)");
+  }
+  primary.host = std::string(reply_text(r->element[0]));
+  return primary;
+}
+
+// ROLE's first element: "master", "slave" or "sentinel"; empty when it is none of those.
+std::string role_of(const redisReply* r) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+      r->element[0]->type != REDIS_REPLY_STRING) {
+    return "";
+  }
+  return std::string(reply_text(r->element[0]));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RedisConnection>> RedisClient::connect_via_sentinels() {
+  // One connection's worth of time in all, however many Sentinels there are, so a
+  // caller that bounded its wait by the timeouts is not held longer.
+  const auto started = Steady::now();
+  const auto deadline =
+      started + std::chrono::milliseconds(timeouts_.connect_ms + timeouts_.command_ms);
+  const std::vector<RedisAddress>& sentinels = target_.sentinels;
+  const size_t first = good_sentinel_.load() % sentinels.size();
+  std::vector<std::string> tried;
+  std::vector<std::string> primaries;
+  for (size_t k = 0; k < sentinels.size(); ++k) {
+    const size_t i = (first + k) % sentinels.size();
+    const std::string sentinel = "Sentinel " + sentinels[i].shown();
+    int left = ms_left(deadline);
+    if (left <= 0) {
+      tried.push_back(fmt::format("no time left to ask {}", sentinel));
+      continue;
+    }
+    Result<RedisAddress> named =
+        ask_sentinel(sentinels[i], target_.master_name, std::min(left, timeouts_.connect_ms),
+                     std::min(left, timeouts_.command_ms));
+    if (!named.ok()) {
+      tried.push_back(fmt::format("{} {}", sentinel, named.status().message()));
+      continue;
+    }
+    const std::string primary = named->shown();
+    if (std::find(primaries.begin(), primaries.end(), primary) != primaries.end()) {
+      tried.push_back(fmt::format("{} names {} too", sentinel, primary));
+      continue;
+    }
+    primaries.push_back(primary);
+    left = ms_left(deadline);
+    RedisTarget direct = target_;
+    direct.sentinels.clear();
+    direct.host = named->host;
+    direct.port = named->port;
+    RedisTimeouts timeouts = timeouts_;
+    timeouts.connect_ms = std::max(1, std::min(left, timeouts_.connect_ms));
+    const std::string shown = fmt::format("{} (primary {})", shown_, primary);
+    Result<std::unique_ptr<RedisConnection>> conn =
+        RedisConnection::connect(direct, shown, scripts_, timeouts, &epoch_);
+    std::string why;
+    if (conn.ok()) {
+      Result<RedisReplyPtr> role = (*conn)->command({"ROLE"});
+      if (!role.ok()) {
+        why = role.status().message();
+      } else {
+        const std::string name = role_of(role->get());
+        if (name == "master") {
+          good_sentinel_.store(i);
+          return conn;
+        }
+        why = name == "slave" ? "it is a replica (a failover under way?)"
+                              : fmt::format("ROLE answers '{}', not master",
+                                            name.empty() ? "something else" : name);
+      }
+    } else {
+      why = conn.status().message();
+    }
+    // The connection's own errors start with its name; the list names it once.
+    if (why.starts_with(shown + ": ")) why = why.substr(shown.size() + 2);
+    tried.push_back(fmt::format("{} names {}: {}", sentinel, primary, why));
+  }
+  std::string list;
+  for (const std::string& t : tried) list += (list.empty() ? "" : "; ") + t;
+  return Status::Unavailable(fmt::format(
+      "{}: no primary for '{}' within {} ms: {}", shown_, target_.master_name,
+      std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - started).count(),
+      list));
+}
 
 Status RedisClient::ping() {
   return with_connection([&](RedisConnection& c) -> Status {

@@ -2,6 +2,12 @@
 // URL, one hiredis connection with its scripts loaded, and a small pool that retries a
 // call once when a pooled connection turns out to have been closed by a restart.
 //
+// With redis-sentinel:// the primary's address is not in the URL: a new connection asks
+// the Sentinels for it (SENTINEL get-master-addr-by-name, the first that answers) and
+// checks with ROLE that the server it reaches is the primary. A connection that fails,
+// or that the server answers READONLY (a primary demoted by a failover), makes every
+// pooled connection reconnect, so the client follows the primary across a failover.
+//
 // Connecting gives up after RedisTimeouts::connect_ms and each command after
 // command_ms, so a server that stops answering fails a call instead of hanging it. A
 // connection that failed is dropped and the next call reconnects. SIGPIPE from a reset
@@ -13,8 +19,10 @@
 
 #include <hiredis.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,24 +32,9 @@
 
 #include "idforge/status.h"
 #include "store/connection_pool.h"
+#include "store/redis_url.h"
 
 namespace idforge::store {
-
-// Where a URL points: redis://[user[:password]@]host[:port][/db].
-struct RedisTarget {
-  std::string host;
-  int port = 6379;
-  int db = 0;
-  std::string user;
-  std::string password;
-
-  // The URL without user or password, for errors and describe().
-  std::string shown() const;
-};
-
-// Parses a redis:// URL (no ?query). `what` names its use in errors ("store",
-// "registry"); an error never shows the password.
-Result<RedisTarget> parse_redis_url(std::string_view url, std::string_view what);
 
 struct RedisReplyFree {
   void operator()(redisReply* r) const { freeReplyObject(r); }
@@ -63,13 +56,17 @@ struct RedisTimeouts {
 class RedisConnection {
  public:
   // `scripts` must outlive the connection (static tables of script texts).
-  static Result<std::unique_ptr<RedisConnection>> connect(const RedisTarget& target,
-                                                          const std::string& shown,
-                                                          std::span<const char* const> scripts,
-                                                          const RedisTimeouts& timeouts);
+  // `target`'s host and port (a direct address, not Sentinels). `epoch`, when given,
+  // is the client's count of failovers seen: once it moves on, this connection is old.
+  static Result<std::unique_ptr<RedisConnection>> connect(
+      const RedisTarget& target, const std::string& shown, std::span<const char* const> scripts,
+      const RedisTimeouts& timeouts, const std::atomic<uint64_t>* epoch = nullptr);
 
-  bool broken() const { return ctx_ == nullptr || ctx_->err != 0; }
-  // An idle connection has nothing to read; readable means the server closed it.
+  // Failed, or answered READONLY: its server is no longer the primary.
+  bool broken() const { return demoted_ || ctx_ == nullptr || ctx_->err != 0; }
+  bool demoted() const { return demoted_; }
+  // An idle connection has nothing to read; readable means the server closed it. A
+  // connection made before the client last saw a failover is not alive either.
   bool looks_alive() const;
 
   // One command. Fails (and breaks the connection) only when the server could not be
@@ -87,17 +84,27 @@ class RedisConnection {
     void operator()(redisContext* c) const { redisFree(c); }
   };
 
-  RedisConnection(redisContext* ctx, std::string shown, std::span<const char* const> scripts)
-      : ctx_(ctx), shown_(std::move(shown)), scripts_(scripts) {}
+  RedisConnection(redisContext* ctx, std::string shown, std::span<const char* const> scripts,
+                  const std::atomic<uint64_t>* epoch)
+      : ctx_(ctx),
+        shown_(std::move(shown)),
+        scripts_(scripts),
+        epoch_(epoch),
+        born_(epoch ? epoch->load() : 0) {}
   Status io_error() const;
+  void note_reply(const redisReply* r);
 
   std::unique_ptr<redisContext, ContextFree> ctx_;
   std::string shown_;
   std::span<const char* const> scripts_;
   std::vector<std::string> shas_;
+  const std::atomic<uint64_t>* epoch_;
+  const uint64_t born_;
+  bool demoted_ = false;
 };
 
-// A pool of connections to one server. Thread-safe.
+// A pool of connections to one server (redis://) or to whichever server the Sentinels
+// name as the primary (redis-sentinel://). Thread-safe.
 class RedisClient {
  public:
   RedisClient(RedisTarget target, std::span<const char* const> scripts, RedisTimeouts timeouts,
@@ -111,7 +118,9 @@ class RedisClient {
   // Runs `fn(RedisConnection&)`, which returns a Status or Result, on a pooled
   // connection. A connection that had been idle may have been closed by a server
   // restart since; its quick failure earns one retry on a new connection, so `fn` must
-  // be safe to run twice (at worst it then wastes what the lost first run took).
+  // be safe to run twice (at worst it then wastes what the lost first run took). With
+  // Sentinels, a quick failure or a READONLY answer also earns that retry, on the
+  // primary the Sentinels name then.
   template <typename Fn>
   auto with_connection(Fn&& fn) -> decltype(fn(std::declval<RedisConnection&>()));
 
@@ -123,10 +132,22 @@ class RedisClient {
   // is a server in trouble (a timeout), and retrying would only double the caller's wait.
   static constexpr auto kStaleFailure = std::chrono::milliseconds(500);
 
+  Result<std::unique_ptr<RedisConnection>> connect();
+  // Asks the Sentinels for the primary and connects to it; Unavailable listing what was
+  // tried when no Sentinel names a primary that answers as one in time.
+  Result<std::unique_ptr<RedisConnection>> connect_via_sentinels();
+  // After a call failed on `conn`: with Sentinels, every pooled connection is dropped.
+  void note_failure(const RedisConnection& conn);
+
   const RedisTarget target_;
   const std::string shown_;
   const std::span<const char* const> scripts_;
   const RedisTimeouts timeouts_;
+  // Failovers (or failures that may be one) seen; connections of an older epoch are
+  // not reused.
+  std::atomic<uint64_t> epoch_{0};
+  // The Sentinel that named the primary last: asked first next time.
+  std::atomic<size_t> good_sentinel_{0};
   ConnectionPool<RedisConnection> pool_;
 };
 
@@ -137,10 +158,10 @@ auto RedisClient::with_connection(Fn&& fn) -> decltype(fn(std::declval<RedisConn
     if (!lease.ok()) return lease.status();
     const auto started = std::chrono::steady_clock::now();
     auto result = fn(**lease);
-    if (!result.ok() && (*lease)->broken() && lease->reused() && attempt == 0 &&
-        std::chrono::steady_clock::now() - started < kStaleFailure) {
-      continue;
-    }
+    if (result.ok() || !(*lease)->broken()) return result;
+    note_failure(**lease);
+    const bool quick = std::chrono::steady_clock::now() - started < kStaleFailure;
+    if (attempt == 0 && quick && (lease->reused() || target_.via_sentinels())) continue;
     return result;
   }
 }

@@ -9,6 +9,9 @@
 //
 // Connecting gives up after kConnectTimeoutMs and each command after kCommandTimeoutMs;
 // a connection that failed is dropped and the next call reconnects (redis_connection.h).
+// Behind Sentinels (redis-sentinel://) that reconnect asks them for the primary again,
+// and identity() is then the new primary's replication id: the failover guard sees
+// the history change (store_guard.h).
 #include "store/redis_store.h"
 
 #include <fmt/format.h>
@@ -543,7 +546,8 @@ Result<std::unique_ptr<SegmentStore>> open_redis_store(std::string_view url) {
   if (!taken.ok()) return taken.status();
   if (taken->rest.find('?') != std::string::npos) {
     return Status::InvalidArgument(
-        "a redis store URL takes only the options min_replicas and replica_wait_ms");
+        "a redis or redis-sentinel store URL takes only the options min_replicas and "
+        "replica_wait_ms");
   }
   RedisStoreOptions options;
   if (auto it = taken->taken.find("min_replicas"); it != taken->taken.end()) {

@@ -13,9 +13,12 @@ Result<std::unique_ptr<SegmentStore>> open_store(std::string_view url) {
   if (url.starts_with("postgres://") || url.starts_with("postgresql://")) {
     return open_postgres_store(url);
   }
-  if (url.starts_with("redis://")) return open_redis_store(url);
+  if (url.starts_with("redis://") || url.starts_with("redis-sentinel://")) {
+    return open_redis_store(url);
+  }
   return Status::InvalidArgument("unknown store URL '" + std::string(url) +
-                                 "' (expected sqlite:PATH, postgres://... or redis://HOST:PORT)");
+                                 "' (expected sqlite:PATH, postgres://..., redis://HOST:PORT or "
+                                 "redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME)");
 }
 
 }  // namespace idforge::store

@@ -1,15 +1,20 @@
 // The Redis WorkerRegistry against a real redis-server, where it is Redis's own: its key
 // layout, the two faults of the seed's machine-id script (a counter wrapping onto live
-// ids, slots never freed), a frozen server and one that loses its data. The contract it
-// shares with the other coordinators is in registry_contract_test.cc.
+// ids, slots never freed), a frozen server and one that loses its data: the history
+// record and the quarantine it sets, and `idforge serve` nodes that must never share a
+// worker id through a flush or a restart without persistence. The contract it shares
+// with the other coordinators is in registry_contract_test.cc.
 #include "coord/redis_registry.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -22,8 +27,11 @@
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/worker_registry.h"
+#include "integration/redis_sentinel.h"
+#include "integration/redis_serve_nodes.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
+#include "integration/tcp_proxy.h"
 #include "support/process.h"
 
 namespace idforge::integration {
@@ -34,6 +42,10 @@ using Clock = std::chrono::steady_clock;
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 class RedisRegistryTest : public ::testing::Test {
@@ -234,7 +246,7 @@ TEST(RedisRegistryServerTest, AFrozenServerFailsARenewWithinTheTtl) {
 
 // Redis loses its data while a holder renews (FLUSHALL, then a restart with its files
 // removed): the holder's renew fails instead of writing the lease back, and whoever
-// takes the slot next is told to wait a whole TTL.
+// takes the slot next is quarantined: told to wait two TTLs.
 TEST(RedisRegistryServerTest, ARedisThatForgetsEverythingFailsTheHoldersRenew) {
   Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "rr-empty");
   ASSERT_TRUE(redis.ok()) << redis.status().to_string();
@@ -257,7 +269,8 @@ TEST(RedisRegistryServerTest, ARedisThatForgetsEverythingFailsTheHoldersRenew) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->slot, 0u);
   EXPECT_EQ(b->high_water_ms, 0);  // the mark went with the data
-  EXPECT_EQ(b->start_delay_ms, 1500);
+  EXPECT_GT(b->start_delay_ms, 1500);
+  EXPECT_LE(b->start_delay_ms, 2 * 1500);
   ASSERT_TRUE((*reg)->renew(*b, 3000).ok());
   ASSERT_TRUE(sv.stop(*redis).ok());
   std::error_code ec;
@@ -357,7 +370,9 @@ TEST(RedisRegistryServerTest, AfterDataLossTheOldHolderIsFencedBeforeTheNewOneIs
   Result<std::unique_ptr<Issuer>> a = Issuer::start(**reg_a, "node-a");
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   Issuer& first = **a;
-  EXPECT_EQ(first.lease().start_delay_ms, kTtlMs);
+  // A brand-new registry has no history recorded: as after a flush, its first lease is
+  // quarantined for two TTLs.
+  EXPECT_EQ(first.lease().start_delay_ms, 2 * kTtlMs);
   // In its start delay it is fenced; then it issues.
   EXPECT_EQ(first.generator().next().status().code(), StatusCode::kUnavailable);
   const auto wait_from = Clock::now();
@@ -393,10 +408,10 @@ TEST(RedisRegistryServerTest, AfterDataLossTheOldHolderIsFencedBeforeTheNewOneIs
   ASSERT_FALSE(from_b.empty());
   const auto last_a = from_a.back().second;
   const auto first_b = from_b.front().second;
-  // Fenced before the TTL ran out (at 2/3 of it after the last good renew).
+  // Fenced before the TTL ran out (its next renew found the key gone).
   EXPECT_LT(last_a - flushed_at, std::chrono::milliseconds(kTtlMs));
-  // The new holder waited its start delay, by which time the old one had stopped.
-  EXPECT_GE(first_b - second.asked_at(), std::chrono::milliseconds(kTtlMs));
+  // The new holder waited its quarantine, by which time the old one had stopped.
+  EXPECT_GE(first_b - second.asked_at(), std::chrono::milliseconds(2 * kTtlMs));
   EXPECT_LT(last_a, first_b);
   std::set<uint64_t> ids;
   for (const auto& [id, when] : from_a) ids.insert(id);
@@ -407,6 +422,161 @@ TEST(RedisRegistryServerTest, AfterDataLossTheOldHolderIsFencedBeforeTheNewOneIs
   a->reset();
   b->reset();
   EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+// What the history record decides: a brand-new registry, a restarted server (even one
+// that kept its data) and a flushed one quarantine the next slot taken; a slot taken
+// again on an unchanged history, after the quarantine ran out, starts at once.
+TEST(RedisRegistryServerTest, OnlyAChangedHistoryQuarantinesASlot) {
+  constexpr int64_t kTtlMs = 300;
+  Result<Server> redis = redis_ha::start_redis("rr-history", /*persistence=*/true);
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  auto& sv = Services::get();
+  auto reg = coord::open_redis_registry(redis->url, registry_options("history", kTtlMs));
+  ASSERT_TRUE(reg.ok()) << reg.status().to_string();
+  auto quarantine_after = [&](const char* what) -> int64_t {
+    Result<Lease> l = (*reg)->acquire("node");
+    EXPECT_TRUE(l.ok()) << what << ": " << l.status().to_string();
+    if (!l.ok()) return -1;
+    EXPECT_TRUE((*reg)->release(*l).ok()) << what;
+    return l->start_delay_ms;
+  };
+  EXPECT_EQ(quarantine_after("a new registry"), 2 * kTtlMs);
+  const std::string history = trim(sv.client(*redis, {"GET", "idforge:history:history"}).out);
+  EXPECT_NE(history.find('/'), std::string::npos) << history;  // "<replid>/<run id>"
+  // Within the quarantine a slot gets what is left of it.
+  const int64_t within = quarantine_after("inside the quarantine");
+  EXPECT_GT(within, 0);
+  EXPECT_LE(within, 2 * kTtlMs);
+  sleep_ms(2 * kTtlMs + 50);
+  EXPECT_EQ(quarantine_after("an unchanged history"), 0);
+
+  // Restarted with its data (AOF): a new run id, so a new history.
+  ASSERT_TRUE(sv.stop(*redis).ok());
+  ASSERT_TRUE(sv.restart(*redis).ok());
+  EXPECT_EQ(quarantine_after("a restart"), 2 * kTtlMs);
+  EXPECT_NE(trim(sv.client(*redis, {"GET", "idforge:history:history"}).out), history);
+  sleep_ms(2 * kTtlMs + 50);
+  EXPECT_EQ(quarantine_after("after the restart's quarantine"), 0);
+
+  ASSERT_EQ(trim(sv.client(*redis, {"FLUSHALL"}).out), "OK");
+  EXPECT_EQ(quarantine_after("a flush"), 2 * kTtlMs);
+  EXPECT_TRUE(sv.stop(*redis).ok());
+}
+
+// Three `idforge serve` nodes on one Redis that loses its data (`lose`) while the first
+// two issue, cut off from it (a proxy between them and Redis drops their connections)
+// so that they cannot learn of it until their fence deadline has passed; the third
+// starts right after the loss, straight on Redis, and is given one of the forgotten
+// slots. Their IDs, asked for without pause, must never repeat, and no slot may issue
+// on two nodes at once: the forgotten holders fence at ttl less a margin after their
+// last good renew, and every slot taken after the loss waits out the quarantine. The
+// refusals meanwhile say why.
+void expect_no_shared_worker_id(const std::string& label, bool persistence,
+                                const std::function<Status(const Server&)>& lose) {
+  constexpr int64_t kTtlMs = 1500;
+  Result<Server> redis = redis_ha::start_redis(label, persistence);
+  ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+  TcpProxy proxy(redis_ha::port_of(*redis));
+  const std::string cluster = unique_tag(label);
+  auto launch = [&](const std::string& name, int port) {
+    // A logical node's IDs may run max_drift_ms ahead: it must fit the TTL (held_lease.cc).
+    const std::vector<std::string> args = {"--registry",
+                                           "redis://127.0.0.1:" + std::to_string(port) +
+                                               "?ttl_ms=" + std::to_string(kTtlMs) +
+                                               "&cluster=" + cluster,
+                                           "--identity",
+                                           name,
+                                           "--max-drift-ms",
+                                           "200"};
+    return redis_ha::PullingNode::launch(name, Services::get().make_dir(label + "-" + name), args);
+  };
+  using std::chrono::milliseconds;
+  auto a = launch("node-a", proxy.port());
+  auto b = launch("node-b", proxy.port());
+  ASSERT_TRUE(a.ok() && b.ok());
+  // A new registry: both wait out its quarantine before they listen.
+  for (auto* n : {&a, &b}) {
+    Status up = (**n)->await(milliseconds(20'000));
+    ASSERT_TRUE(up.ok()) << up.to_string();
+  }
+  (*a)->start_pulling();
+  (*b)->start_pulling();
+  sleep_ms(1000);
+
+  proxy.cut();
+  const auto lost_at = redis_ha::Steady::now();
+  Status lost = lose(*redis);
+  ASSERT_TRUE(lost.ok()) << lost.to_string();
+  auto c = launch("node-c", redis_ha::port_of(*redis));
+  ASSERT_TRUE(c.ok());
+  // The new node is asked for IDs as soon as it listens; the two cut off hear from Redis
+  // again once past their fence deadline (ttl less the margin and the drift).
+  bool healed = false;
+  for (;;) {
+    if (!healed && ms_since(lost_at) >= kTtlMs) {
+      proxy.heal();
+      healed = true;
+    }
+    Status listening = (*c)->await(milliseconds(10));
+    if (listening.ok()) break;
+    ASSERT_EQ(listening.code(), StatusCode::kDeadlineExceeded) << listening.to_string();
+    ASSERT_LT(ms_since(lost_at), 20'000) << listening.to_string();
+  }
+  (*c)->start_pulling();
+  if (!healed) {
+    sleep_ms(std::max<int64_t>(kTtlMs - ms_since(lost_at), 0));
+    proxy.heal();
+  }
+  std::vector<redis_ha::PullingNode*> nodes = {a->get(), b->get(), c->get()};
+  ASSERT_TRUE(
+      redis_ha::all_issue_after(nodes, lost_at + milliseconds(kTtlMs), milliseconds(15'000)))
+      << "not every node issued again; a: " << (*a)->stderr_text();
+  const double back_s = ms_since(lost_at) / 1000.0;
+  sleep_ms(700);
+  for (auto* n : nodes) n->stop_pulling();
+
+  const redis_ha::IssueReport report = redis_ha::check_issued(nodes);
+  std::printf("[ %s ] %s; all three issuing %.1f s after the loss\n", label.c_str(),
+              report.summary().c_str(), back_s);
+  for (auto* n : nodes) {
+    std::printf("[ %s ] %s: %zu batches, %llu refused; first refusal: %s\n", label.c_str(),
+                n->name().c_str(), n->batches().size(),
+                static_cast<unsigned long long>(n->refused()),
+                n->refusals().empty() ? "-" : n->refusals().front().c_str());
+  }
+  EXPECT_EQ(report.repeated, 0u);
+  EXPECT_TRUE(report.overlaps.empty()) << report.summary();
+  EXPECT_EQ(report.slot_mismatches, 0u);
+  // The forgotten holders were refused in words that say what happened, and each node
+  // wrote once to stderr why its new lease waits.
+  bool said_lost = false;
+  for (auto* n : {a->get(), b->get()}) {
+    for (const std::string& r : n->refusals()) {
+      said_lost = said_lost || (has(r, "lost") && has(r, "cluster " + cluster));
+    }
+  }
+  EXPECT_TRUE(said_lost) << "a: " << ::testing::PrintToString((*a)->refusals());
+  for (auto* n : nodes) {
+    EXPECT_TRUE(has(n->stderr_text(), " ms before issuing: no server history was recorded"))
+        << n->name() << ": " << n->stderr_text();
+  }
+  for (auto* n : nodes) EXPECT_TRUE(n->stop().ok()) << n->name();
+  EXPECT_TRUE(Services::get().stop(*redis).ok());
+}
+
+TEST(RedisRegistryServeTest, AFlushUnderLiveNodesLetsNoTwoShareAWorkerId) {
+  expect_no_shared_worker_id("rr-flush", /*persistence=*/true, [](const Server& redis) {
+    const std::string out = trim(Services::get().client(redis, {"FLUSHALL"}).out);
+    return out == "OK" ? Status::Ok() : Status::IoError("FLUSHALL: " + out);
+  });
+}
+
+TEST(RedisRegistryServeTest, ARestartWithoutPersistenceLetsNoTwoShareAWorkerId) {
+  expect_no_shared_worker_id("rr-empty-restart", /*persistence=*/false, [](const Server& redis) {
+    IDFORGE_RETURN_IF_ERROR(Services::get().kill(redis));
+    return Services::get().restart(redis);
+  });
 }
 
 }  // namespace

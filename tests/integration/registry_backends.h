@@ -58,10 +58,11 @@ struct RegistryTraits {
   int64_t harness_ttl_ms = 0;
   int64_t harness_kill_max_ms = 0;
   int64_t harness_kill_min_ms = 0;
-  // A new holder waits a whole TTL before it issues (Lease::start_delay_ms): Redis may
-  // lose every lease without its holder knowing; etcd and ZooKeeper drop a live lease's
-  // key (node) only after its holder has fenced, so they need no wait.
-  bool start_delay_is_ttl = false;
+  // The first holder of a brand-new registry waits this many TTLs before it issues
+  // (Lease::start_delay_ms): Redis cannot tell a new registry from one that lost every
+  // lease without its holders knowing, so it quarantines new leases for 2 x ttl; etcd
+  // and ZooKeeper drop a live lease's key (node) only after its holder has fenced.
+  int first_start_delay_ttls = 0;
   // A renew whose lease expired and whose slot was taken since names the new holder
   // (Redis reads the key it compared against; etcd only learns its lease is gone).
   bool renew_names_holder_after_expiry = false;

@@ -176,7 +176,8 @@ Status start_cluster(Run& run) {
                      "--max-step", "5000",        "--shutdown-grace-ms", "3000"};
   std::vector<std::vector<std::string>> node_args;
   // node-3 runs ahead of its clock: 60 s on etcd, which keeps the mark durably; on Redis,
-  // whose leases are safe by timing, only below a third of the TTL (held_lease.cc).
+  // whose leases are kept apart by timing, less: its holder fences that much before the
+  // TTL, which held_lease.cc allows while half the TTL is left.
   const std::string ahead_ms = o.registry == "etcd" ? "60000" : std::to_string(o.ttl_ms / 3 - 50);
   if (o.sabotage) {
     // The broken configuration: two servers told to use the same worker id.

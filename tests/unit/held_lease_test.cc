@@ -37,10 +37,10 @@ class DelayedRegistry final : public WorkerRegistry {
   int64_t ttl_ms_;
 };
 
-Result<std::unique_ptr<HeldLease>> hold(int64_t ttl_ms) {
+Result<std::unique_ptr<HeldLease>> hold(int64_t ttl_ms, bool leases_expire = true) {
   OpenedRegistry opened{std::make_unique<DelayedRegistry>(ttl_ms),
                         lease_node_fields(Layout::twitter()).value(),
-                        mark_layout_key(Layout::twitter())};
+                        mark_layout_key(Layout::twitter()), leases_expire};
   return HeldLease::acquire(std::move(opened), "me");
 }
 
@@ -62,7 +62,7 @@ TEST(HeldLeaseTest, ATtlLongEnoughOrAPolicyThatDoesNotBorrowIsAccepted) {
     auto held = hold(600);
     ASSERT_TRUE(held.ok());
     SnowflakeOptions o;
-    o.max_drift_ms = 100;  // below 600 - 2/3 * 600
+    o.max_drift_ms = 100;  // fenced at 600 - 50 - 100 = 450 ms, above half the TTL
     Result<SnowflakeGenerator*> gen = (*held)->make_generator(o);
     ASSERT_TRUE(gen.ok()) << gen.status().to_string();
   }
@@ -72,6 +72,30 @@ TEST(HeldLeaseTest, ATtlLongEnoughOrAPolicyThatDoesNotBorrowIsAccepted) {
   o.policy = RollbackPolicy::kWait;  // never ahead of its clock
   Result<SnowflakeGenerator*> gen = (*held)->make_generator(o);
   ASSERT_TRUE(gen.ok()) << gen.status().to_string();
+}
+
+TEST(HeldLeaseTest, ARideOutReserveKeepsTheMarkTheWholeFenceWindowAhead) {
+  SnowflakeOptions o;
+  o.policy = RollbackPolicy::kWait;
+  {
+    auto held = hold(1500);
+    ASSERT_TRUE(held.ok());
+    ASSERT_TRUE((*held)->make_generator(o, MarkReserve::kRideOutOutages).ok());
+    EXPECT_EQ((*held)->reserve_ms(), (*held)->keeper().fence_after_ms());
+    EXPECT_EQ((*held)->reserve_ms(), 1425);
+  }
+  {
+    auto held = hold(1000);  // what a one-shot command asks for: the generator's default
+    ASSERT_TRUE(held.ok());
+    ASSERT_TRUE((*held)->make_generator(o).ok());
+    EXPECT_EQ((*held)->reserve_ms(), SnowflakeOptions{}.reserve_ms);
+  }
+  // A lease that dies with the process (local:, static:) has no coordinator outage to
+  // ride out, and a crash restart should not wait for a far mark.
+  auto held = hold(1500, /*leases_expire=*/false);
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE((*held)->make_generator(o, MarkReserve::kRideOutOutages).ok());
+  EXPECT_EQ((*held)->reserve_ms(), SnowflakeOptions{}.reserve_ms);
 }
 
 TEST(HeldLeaseTest, AGeneratorOfAnotherLayoutIsRefused) {

@@ -1,8 +1,9 @@
 // LeaseKeeper against an in-memory registry whose renews we make fail, hang or say
 // "lost": the generator is fenced strictly before the lease could expire, unfenced
 // when a renew gets through again, fenced for good when the lease is lost, and kept
-// fenced through a start delay. Timing runs on the real steady clock with a 900 ms TTL
-// (fence at 600 ms), so the margins are hundreds of ms.
+// fenced through a start delay. Timing runs on the real steady clock with a 2 s TTL:
+// the keeper fences at 1.9 s (the TTL less max(ttl/20, 50 ms)), so a node issues for as
+// long as its lease is provably valid and stops 100 ms before it could expire.
 #include "coord/lease_keeper.h"
 
 #include <gtest/gtest.h>
@@ -21,8 +22,8 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr int64_t kTtlMs = 900;
-constexpr int64_t kFenceMs = kTtlMs * 2 / 3;
+constexpr int64_t kTtlMs = 2000;
+const int64_t kFenceMs = default_fence_after_ms(kTtlMs);
 
 int64_t ms_since(SteadyClock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(SteadyClock::now() - t).count();
@@ -156,7 +157,7 @@ TEST(LeaseKeeperTest, RenewsAboutEveryThirdOfTheTtl) {
   ASSERT_TRUE(rig.generator->next().ok());
   const int before = registry.successes();
   std::this_thread::sleep_for(milliseconds(kTtlMs * 2));
-  // Every 300 ms: about 6 in 1800 ms; at least 4 even on a slow machine.
+  // Every 667 ms: about 6 in 4000 ms; at least 4 even on a slow machine.
   EXPECT_GE(registry.successes() - before, 4);
   EXPECT_LE(registry.successes() - before, 10);
   EXPECT_FALSE(rig.generator->fenced());
@@ -172,8 +173,10 @@ TEST(LeaseKeeperTest, FailingRenewsFenceBeforeTheLeaseCanExpire) {
   const int64_t fenced_after = ms_since(registry.last_ok_entered());
   // The coordinator drops the lease kTtlMs after the last renew reached it.
   EXPECT_LT(fenced_after, kTtlMs);
-  // ... and one failed renew is not yet a reason to stop (it retries first).
+  // ... and not much earlier: failed renews are retried, and the node keeps issuing for
+  // as long as the lease is provably valid (at 2/3 of the TTL this fails).
   EXPECT_GE(fenced_after, kFenceMs - 50);
+  EXPECT_EQ(kFenceMs, kTtlMs - 100);
   Result<uint64_t> id = rig.generator->next();
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), StatusCode::kUnavailable);
@@ -292,7 +295,7 @@ TEST(LeaseKeeperTest, StopFencesStoresTheMarkAndReleases) {
   EXPECT_EQ(registry.releases(), 1);
 }
 
-TEST(LeaseKeeperTest, FenceAfterAtOrPastTheTtlFallsBackToTwoThirds) {
+TEST(LeaseKeeperTest, FenceAfterAtOrPastTheTtlFallsBackToTheDefault) {
   FakeRegistry registry;
   KeeperOptions options;
   options.fence_after_ms = kTtlMs;  // would let the lease expire while issuing
@@ -300,6 +303,31 @@ TEST(LeaseKeeperTest, FenceAfterAtOrPastTheTtlFallsBackToTwoThirds) {
   registry.fail_with(Status::Unavailable("down"));
   ASSERT_GE(rig.wait_fenced(true, 3 * kTtlMs), 0);
   EXPECT_LT(ms_since(registry.last_ok_entered()), kTtlMs);
+}
+
+TEST(LeaseKeeperTest, IdsRunningAheadOfTheClockFenceThatMuchEarlier) {
+  FakeRegistry registry;
+  Rig rig(registry);
+  ASSERT_TRUE(rig.keeper->reserve_issue_ahead(400).ok());
+  EXPECT_EQ(rig.keeper->fence_after_ms(), kFenceMs - 400);
+  ASSERT_TRUE(rig.generator->next().ok());
+  registry.fail_with(Status::Unavailable("down"));
+  ASSERT_GE(rig.wait_fenced(true, 3 * kTtlMs), 0);
+  // Fenced by the TTL less the margin less the 400 ms the IDs may run ahead.
+  EXPECT_LT(ms_since(registry.last_ok_entered()), kFenceMs - 400 + 60);
+
+  // More than leaves half the TTL is refused, naming both numbers; nothing changes.
+  Status too_much = rig.keeper->reserve_issue_ahead(kTtlMs / 2);
+  EXPECT_EQ(too_much.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_much.message().find("ttl_ms 2000"), std::string::npos) << too_much.message();
+  EXPECT_EQ(rig.keeper->fence_after_ms(), kFenceMs - 400);
+}
+
+TEST(LeaseKeeperTest, TheDefaultFenceLeavesAMarginOfATwentiethOfTheTtl) {
+  EXPECT_EQ(default_fence_after_ms(10'000), 9'500);
+  EXPECT_EQ(default_fence_after_ms(2'000), 1'900);
+  EXPECT_EQ(default_fence_after_ms(600), 550);  // at least 50 ms
+  EXPECT_EQ(default_fence_after_ms(100), 50);
 }
 
 TEST(LeaseNodeFieldsTest, NamesWinThenPositions) {

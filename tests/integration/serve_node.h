@@ -1,0 +1,66 @@
+// A real `idforge serve` process on free loopback ports, and a small blocking HTTP client
+// to talk to it: what the cluster tests (etcd, ZooKeeper) start and poll.
+//
+// Not thread-safe, except HttpClient, of which each thread has its own.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idforge/status.h"
+
+namespace idforge::integration {
+
+// One answer of an HTTP GET.
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+
+// GETs over one keep-alive connection to 127.0.0.1:port, opened again after any error.
+// Every wait is bounded (a server that hangs accepts but never answers).
+class HttpClient {
+ public:
+  explicit HttpClient(int port) : port_(port) {}
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // IoError for a connection that failed or a reply that did not come in time.
+  Result<HttpReply> get(const std::string& target, std::chrono::milliseconds timeout);
+
+ private:
+  void close();
+  int port_;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+// A running `idforge serve` on free loopback ports, with `args` after the ports and
+// --data-dir; its stdout and stderr in files of `dir`. The destructor ends it (SIGKILL).
+class ServeNode {
+ public:
+  static Result<std::unique_ptr<ServeNode>> start(const std::string& dir,
+                                                  const std::vector<std::string>& args);
+  ~ServeNode();
+  ServeNode(const ServeNode&) = delete;
+  ServeNode& operator=(const ServeNode&) = delete;
+
+  int http_port() const { return http_port_; }
+  // SIGTERM and wait for a clean exit: Ok, or how it ended and its stderr's end.
+  Status stop();
+  std::string stderr_tail(int lines = 20) const;
+
+ private:
+  ServeNode() = default;
+  pid_t pid_ = -1;
+  int http_port_ = 0;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+}  // namespace idforge::integration
