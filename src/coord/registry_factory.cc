@@ -33,9 +33,22 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+// The URL as an error shows it: the password of a USER:PASSWORD@ becomes ***. The last
+// '@' before the query ends the credentials, whatever characters the password holds.
+std::string without_password(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const size_t start = scheme + 3;
+  const size_t at = url.substr(0, url.find('?')).rfind('@');
+  if (at == std::string_view::npos || at < start) return std::string(url);
+  const size_t colon = url.substr(start, at - start).find(':');
+  if (colon == std::string_view::npos) return std::string(url);  // a user name alone
+  return fmt::format("{}:***{}", url.substr(0, start + colon), url.substr(at));
+}
+
 Status bad_url(std::string_view url, std::string_view why) {
   return Status::InvalidArgument(
-      fmt::format("invalid worker registry '{}': {} (use {})", url, why, kForms));
+      fmt::format("invalid worker registry '{}': {} (use {})", without_password(url), why, kForms));
 }
 
 bool valid_cluster(std::string_view name) {

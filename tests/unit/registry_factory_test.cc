@@ -39,6 +39,18 @@ TEST_F(RegistryFactoryTest, UnknownKindsListTheForms) {
   }
 }
 
+TEST_F(RegistryFactoryTest, ARefusedUrlNeverShowsItsPassword) {
+  for (const char* url : {"redis://app:s3cr/et@127.0.0.1:1?ttl_ms=x",
+                          "redis-sentinel://app:s3cr/et@127.0.0.1:1/main?bogus=1",
+                          "redis://:s3cr/et@127.0.0.1:1?cluster=a&cluster=b"}) {
+    auto r = open_registry(url, options_);
+    ASSERT_FALSE(r.ok()) << url;
+    const std::string m = r.status().message();
+    EXPECT_EQ(m.find("s3cr"), std::string::npos) << m;
+    EXPECT_NE(m.find(":***@127.0.0.1:1"), std::string::npos) << m;
+  }
+}
+
 TEST_F(RegistryFactoryTest, TtlFromTheQuery) {
   auto r = open_registry("local:" + dir_ + "?ttl_ms=1500", options_);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
