@@ -1,17 +1,7 @@
 #include "integration/redis_serve_nodes.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -32,106 +22,6 @@ constexpr auto kCallTimeout = milliseconds(3000);
 int64_t ms_between(Steady::time_point from, Steady::time_point to) {
   return std::chrono::duration_cast<milliseconds>(to - from).count();
 }
-
-struct Answer {
-  int status = 0;
-  std::string body;
-};
-
-// GETs on one keep-alive connection to 127.0.0.1:port, reopened after any error; every
-// wait bounded, so a server that hangs fails a call instead of holding the test.
-class Http {
- public:
-  explicit Http(int port) : port_(port) {}
-  ~Http() { close(); }
-  Http(const Http&) = delete;
-  Http& operator=(const Http&) = delete;
-
-  Result<Answer> get(const std::string& target) {
-    const auto deadline = Steady::now() + kCallTimeout;
-    if (fd_ < 0) IDFORGE_RETURN_IF_ERROR(open(deadline));
-    const std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    size_t sent = 0;
-    while (sent < request.size()) {
-      const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        sent += static_cast<size_t>(n);
-      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!wait(POLLOUT, deadline)) return fail("send timed out");
-      } else {
-        return fail(std::string("send: ") + std::strerror(errno));
-      }
-    }
-    for (;;) {
-      const size_t head_end = in_.find("\r\n\r\n");
-      if (head_end != std::string::npos) {
-        const std::string head = in_.substr(0, head_end);
-        const size_t at = head.find("Content-Length: ");
-        if (at == std::string::npos) return fail("an answer without Content-Length");
-        const size_t length = std::strtoul(head.c_str() + at + 16, nullptr, 10);
-        if (in_.size() >= head_end + 4 + length) {
-          Answer a;
-          if (head.starts_with("HTTP/1.1 ")) a.status = std::atoi(head.c_str() + 9);
-          a.body = in_.substr(head_end + 4, length);
-          in_.erase(0, head_end + 4 + length);
-          if (head.find("Connection: close") != std::string::npos) close();
-          return a;
-        }
-      }
-      char chunk[8192];
-      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (n > 0) {
-        in_.append(chunk, static_cast<size_t>(n));
-      } else if (n == 0) {
-        return fail("the server closed the connection");
-      } else if (errno == EAGAIN || errno == EINTR) {
-        if (!wait(POLLIN, deadline)) return fail("no answer in time");
-      } else {
-        return fail(std::string("recv: ") + std::strerror(errno));
-      }
-    }
-  }
-
- private:
-  Status open(Steady::time_point deadline) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd_ < 0) return fail(std::string("socket: ") + std::strerror(errno));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port_));
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      if (errno != EINPROGRESS) return fail(std::string("connect: ") + std::strerror(errno));
-      if (!wait(POLLOUT, deadline)) return fail("connect timed out");
-      int error = 0;
-      socklen_t len = sizeof(error);
-      ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &len);
-      if (error != 0) return fail(std::string("connect: ") + std::strerror(error));
-    }
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return Status::Ok();
-  }
-  bool wait(short events, Steady::time_point deadline) {
-    const int64_t left = ms_between(Steady::now(), deadline);
-    if (left <= 0) return false;
-    pollfd p{fd_, events, 0};
-    return ::poll(&p, 1, static_cast<int>(left)) > 0;
-  }
-  Status fail(const std::string& why) {
-    close();
-    return Status::IoError(why);
-  }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    in_.clear();
-  }
-
-  const int port_;
-  int fd_ = -1;
-  std::string in_;
-};
 
 std::vector<uint64_t> parse_ids(const std::string& text) {
   std::vector<uint64_t> ids;
@@ -170,46 +60,20 @@ Result<std::unique_ptr<PullingNode>> PullingNode::launch(const std::string& name
                                                          const std::vector<std::string>& args) {
   std::unique_ptr<PullingNode> node(new PullingNode());
   node->name_ = name;
-  node->out_path_ = dir + "/serve.out";
-  node->err_path_ = dir + "/serve.err";
-  std::vector<std::string> argv = {idforge_bin(), "serve",       "--http",     "127.0.0.1:0",
-                                   "--resp",      "127.0.0.1:0", "--data-dir", dir + "/data"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  node->pid_ =
-      test_support::spawn(argv, {.out_path = node->out_path_, .err_path = node->err_path_}).pid;
-  if (node->pid_ < 0) return Status::IoError("cannot start " + idforge_bin());
+  Result<std::unique_ptr<ServeNode>> serve = ServeNode::launch(dir, args);
+  if (!serve.ok()) return serve.status();
+  node->serve_ = std::move(serve).value();
   return node;
 }
 
 Status PullingNode::await(milliseconds limit) {
-  const std::string prefix = "idforge serve: http http://127.0.0.1:";
-  const auto deadline = Steady::now() + limit;
-  for (;;) {
-    const std::string out = test_support::read_file(out_path_);
-    if (const size_t at = out.find(prefix); at != std::string::npos) {
-      port_ = std::atoi(out.c_str() + at + prefix.size());
-      return Status::Ok();
-    }
-    if (auto exit = test_support::try_reap(pid_)) {
-      pid_ = -1;
-      return Status::Unavailable(name_ + ": idforge serve ended (" + exit->to_string() +
-                                 "): " + test_support::tail_of(err_path_, 20));
-    }
-    if (Steady::now() > deadline) {
-      return Status::DeadlineExceeded(name_ + ": idforge serve did not listen in time: " +
-                                      test_support::tail_of(err_path_, 20));
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  Status listening = serve_->await(limit);
+  if (!listening.ok()) return Status(listening.code(), name_ + ": " + listening.message());
+  port_ = serve_->http_port();
+  return Status::Ok();
 }
 
-PullingNode::~PullingNode() {
-  stop_pulling();
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    test_support::reap(pid_);
-  }
-}
+PullingNode::~PullingNode() { stop_pulling(); }  // serve_ ends the process
 
 void PullingNode::start_pulling(const std::string& tag) {
   puller_ = std::thread([this, tag] { pull(tag); });
@@ -222,28 +86,17 @@ void PullingNode::stop_pulling() {
 
 Status PullingNode::stop() {
   stop_pulling();
-  if (pid_ <= 0) return Status::Ok();
-  ::kill(pid_, SIGTERM);
-  std::optional<test_support::ExitInfo> exit =
-      test_support::wait_for_exit(pid_, std::chrono::seconds(15));
-  if (!exit) {
-    ::kill(pid_, SIGKILL);
-    exit = test_support::reap(pid_);
-  }
-  pid_ = -1;
-  if (exit->code != 0) {
-    return Status::Internal(name_ + ": idforge serve ended with " + exit->to_string() + ": " +
-                            test_support::tail_of(err_path_, 20));
-  }
+  Status stopped = serve_->stop();
+  if (!stopped.ok()) return Status(stopped.code(), name_ + ": " + stopped.message());
   return Status::Ok();
 }
 
 void PullingNode::pull(const std::string& tag) {
-  Http http(port_);
+  HttpClient http(port_);
   auto next_status = Steady::now();
   while (!stopping_.load()) {
     const auto sent = Steady::now();
-    Result<Answer> got = http.get("/v1/snowflake?count=20&format=text");
+    Result<HttpReply> got = http.get("/v1/snowflake?count=20&format=text", kCallTimeout);
     const auto received = Steady::now();
     bool ok = got.ok() && got->status == 200;
     {
@@ -261,7 +114,8 @@ void PullingNode::pull(const std::string& tag) {
       }
     }
     if (!tag.empty()) {
-      Result<Answer> seg = http.get("/v1/segment/" + tag + "?count=10&format=text");
+      Result<HttpReply> seg =
+          http.get("/v1/segment/" + tag + "?count=10&format=text", kCallTimeout);
       if (seg.ok() && seg->status == 200) {
         std::vector<uint64_t> ids = parse_ids(seg->body);
         MutexLock lock(mu_);
@@ -270,7 +124,7 @@ void PullingNode::pull(const std::string& tag) {
     }
     if (Steady::now() >= next_status) {
       next_status = Steady::now() + kStatusEvery;
-      Result<Answer> status = http.get("/v1/status");
+      Result<HttpReply> status = http.get("/v1/status", kCallTimeout);
       if (status.ok() && status->status == 200) {
         LeaseSample s = parse_lease(status->body, Steady::now());
         MutexLock lock(mu_);
@@ -306,11 +160,11 @@ Steady::time_point PullingNode::last_issued() const {
   MutexLock lock(mu_);
   return batches_.empty() ? Steady::time_point{} : batches_.back().received;
 }
-std::string PullingNode::stderr_text() const { return test_support::read_file(err_path_); }
+std::string PullingNode::stderr_text() const { return serve_->stderr_text(); }
 
 Result<std::string> PullingNode::get(const std::string& target) const {
-  Http http(port_);
-  Result<Answer> a = http.get(target);
+  HttpClient http(port_);
+  Result<HttpReply> a = http.get(target, kCallTimeout);
   if (!a.ok()) return a.status();
   if (a->status != 200) {
     return Status::Unavailable(name_ + ": GET " + target + ": " + std::to_string(a->status) + " " +

@@ -18,6 +18,7 @@
 
 #include "core/thread_annotations.h"
 #include "idforge/status.h"
+#include "integration/serve_node.h"
 
 namespace idforge::integration::redis_ha {
 
@@ -76,10 +77,8 @@ class PullingNode {
   void pull(const std::string& tag);
 
   std::string name_;
-  std::string out_path_;
-  std::string err_path_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  std::unique_ptr<ServeNode> serve_;
+  int port_ = 0;  // once await() succeeded
   std::thread puller_;
   std::atomic<bool> stopping_{false};
 

@@ -142,6 +142,14 @@ Result<HttpReply> HttpClient::get(const std::string& target, milliseconds timeou
 
 Result<std::unique_ptr<ServeNode>> ServeNode::start(const std::string& dir,
                                                     const std::vector<std::string>& args) {
+  Result<std::unique_ptr<ServeNode>> node = launch(dir, args);
+  if (!node.ok()) return node.status();
+  IDFORGE_RETURN_IF_ERROR((*node)->await(std::chrono::seconds(20)));
+  return node;
+}
+
+Result<std::unique_ptr<ServeNode>> ServeNode::launch(const std::string& dir,
+                                                     const std::vector<std::string>& args) {
   std::unique_ptr<ServeNode> node(new ServeNode());
   node->out_path_ = dir + "/serve.out";
   node->err_path_ = dir + "/serve.err";
@@ -151,23 +159,28 @@ Result<std::unique_ptr<ServeNode>> ServeNode::start(const std::string& dir,
   node->pid_ =
       test_support::spawn(argv, {.out_path = node->out_path_, .err_path = node->err_path_}).pid;
   if (node->pid_ < 0) return Status::IoError("cannot start " + idforge_bin());
+  return node;
+}
+
+Status ServeNode::await(milliseconds limit) {
   const std::string prefix = "idforge serve: http http://127.0.0.1:";
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  const auto deadline = Clock::now() + limit;
   for (;;) {
-    const std::string out = test_support::read_file(node->out_path_);
+    const std::string out = test_support::read_file(out_path_);
     if (const size_t at = out.find(prefix);
         at != std::string::npos && out.find("idforge serve: resp ") != std::string::npos) {
-      node->http_port_ = std::atoi(out.c_str() + at + prefix.size());
-      return node;
+      http_port_ = std::atoi(out.c_str() + at + prefix.size());
+      return Status::Ok();
     }
-    if (auto exit = test_support::try_reap(node->pid_)) {
-      node->pid_ = -1;
+    if (pid_ <= 0) return Status::Unavailable("idforge serve is not running: " + stderr_tail());
+    if (auto exit = test_support::try_reap(pid_)) {
+      pid_ = -1;
       return Status::Unavailable("idforge serve ended (" + exit->to_string() +
-                                 "): " + node->stderr_tail());
+                                 "): " + stderr_tail());
     }
     if (Clock::now() > deadline) {
-      return Status::DeadlineExceeded("idforge serve printed no ports within 20 s: " +
-                                      node->stderr_tail());
+      return Status::DeadlineExceeded("idforge serve printed no ports within " +
+                                      std::to_string(limit.count()) + " ms: " + stderr_tail());
     }
     std::this_thread::sleep_for(milliseconds(20));
   }
@@ -199,5 +212,7 @@ Status ServeNode::stop() {
 std::string ServeNode::stderr_tail(int lines) const {
   return test_support::tail_of(err_path_, lines);
 }
+
+std::string ServeNode::stderr_text() const { return test_support::read_file(err_path_); }
 
 }  // namespace idforge::integration

@@ -44,8 +44,14 @@ class HttpClient {
 // --data-dir; its stdout and stderr in files of `dir`. The destructor ends it (SIGKILL).
 class ServeNode {
  public:
+  // launch() and then await(20 s).
   static Result<std::unique_ptr<ServeNode>> start(const std::string& dir,
                                                   const std::vector<std::string>& args);
+  // Spawns it without waiting; await() waits until it prints its ports. A node whose
+  // lease has a start delay listens only after it, so tests launch several at once.
+  static Result<std::unique_ptr<ServeNode>> launch(const std::string& dir,
+                                                   const std::vector<std::string>& args);
+  Status await(std::chrono::milliseconds limit);
   ~ServeNode();
   ServeNode(const ServeNode&) = delete;
   ServeNode& operator=(const ServeNode&) = delete;
@@ -54,6 +60,7 @@ class ServeNode {
   // SIGTERM and wait for a clean exit: Ok, or how it ended and its stderr's end.
   Status stop();
   std::string stderr_tail(int lines = 20) const;
+  std::string stderr_text() const;
 
  private:
   ServeNode() = default;
