@@ -9,7 +9,8 @@ namespace {
 
 void BM_LayoutDecodeTwitter(benchmark::State& state) {
   const idforge::Layout& layout = idforge::Layout::twitter();
-  uint64_t id = 910499571847892992;  // the ID the published `idforge parse` example (tests/data/published_snowflake.txt) uses
+  // The ID of the published `idforge parse` example (tests/data/published_snowflake.txt).
+  uint64_t id = 910499571847892992;
   for (auto _ : state) {
     idforge::Result<idforge::DecodedId> decoded = layout.decode(id);
     benchmark::DoNotOptimize(decoded);
