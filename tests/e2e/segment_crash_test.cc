@@ -44,9 +44,11 @@ struct Issuer {
   std::vector<uint64_t> ids;
 };
 
-Issuer spawn_issuer(const std::string& store) {
-  std::vector<std::string> args = {IDFORGE_BIN, "next", "--tag",   "t",
-                                   "--count",   kCount, "--store", store};
+// `data_dir` keeps what the issuers served of the tag (the failover guard's record) in
+// the test's own directory, not in the working directory where a rerun would find it.
+Issuer spawn_issuer(const std::string& store, const std::string& data_dir) {
+  std::vector<std::string> args = {IDFORGE_BIN, "next",    "--tag", "t",          "--count",
+                                   kCount,      "--store", store,   "--data-dir", data_dir};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -134,7 +136,9 @@ TEST(SegmentCrashTest, KilledIssuersNeverRepeatAnId) {
   const std::string& dir = temp.path;
   const std::string store = "sqlite:" + dir + "/segments.db";
   // A small step, so every round crosses several allocations and the dynamic step.
-  RunResult made = run_idforge({"tag", "create", "t", "--step", "100", "--store", store});
+  const std::string data_dir = dir + "/data";
+  RunResult made = run_idforge(
+      {"tag", "create", "t", "--step", "100", "--store", store, "--data-dir", data_dir});
   ASSERT_EQ(made.exit_code, 0) << made.summary();
 
   // Kill points from the very first line to deep into the stream. Odd rounds run two
@@ -147,7 +151,7 @@ TEST(SegmentCrashTest, KilledIssuersNeverRepeatAnId) {
     const auto deadline = Clock::now() + kRoundLimit;
     std::vector<Issuer> issuers(round % 2 == 1 ? 2 : 1);
     for (Issuer& issuer : issuers) {
-      issuer = spawn_issuer(store);
+      issuer = spawn_issuer(store, data_dir);
       ASSERT_GT(issuer.pid, 0);
     }
     std::vector<uint64_t> printed;
