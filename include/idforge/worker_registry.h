@@ -1,5 +1,5 @@
 // WorkerRegistry: leases on worker ids, so no two live generators share one
-// (docs/reliability.md, invariant 3).
+// (docs/architecture.md, invariant 3).
 //
 // A slot is a number in [0, 2^(datacenter bits + worker bits)); slot s is datacenter
 // s >> worker_bits, worker s & (2^worker_bits - 1). acquire() hands an identity

@@ -1,5 +1,5 @@
 // LeaseKeeper: keeps a worker-id lease alive under a SnowflakeGenerator and fences the
-// generator before the lease can expire (docs/reliability.md, invariant 3).
+// generator before the lease can expire (docs/architecture.md, invariant 3).
 //
 //   auto t0 = std::chrono::steady_clock::now();           // before asking
 //   Result<Lease> lease = registry->acquire(identity);

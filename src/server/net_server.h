@@ -1,4 +1,4 @@
-// NetServer: the event-loop runtime under both protocols (docs/operations.md, "Threads"). One
+// NetServer: the event-loop runtime under both protocols (docs/architecture.md, "Threads"). One
 // io_context per I/O thread (default: one per core), connections spread round-robin
 // over them; a worker pool runs the requests a Session marks kBlocking, so a slow
 // store never stalls an I/O thread. Bounded: bytes pending per connection, idle time,

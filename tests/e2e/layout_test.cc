@@ -65,7 +65,7 @@ TEST(LayoutTest, TwitterAsJson) {
   EXPECT_EQ(cap["last_unix_ms"], 1288834974657 + ((int64_t{1} << 41) - 1));
 }
 
-TEST(LayoutTest, EveryPresetMatchesTheDesign) {
+TEST(LayoutTest, EveryPresetMatchesTheDocumentedLayout) {
   for (const Preset& preset : presets()) {
     SCOPED_TRACE(preset.name);
     json j = layout_json({preset.name});

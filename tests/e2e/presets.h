@@ -1,5 +1,5 @@
 // The preset layouts as docs/snowflake.md lists them, written out independently of
-// the library so that the tests check the binary against the design, not against the
+// the library so that the tests check the binary against the documentation, not the
 // code under test.
 #pragma once
 

@@ -1,8 +1,8 @@
 // `idforge serve` configuration as a user meets it, through --print-config (which loads
-// everything the server would and exits without starting it): the defaults the issue
-// promises, flags > IDFORGE_* > config file > defaults, and every kind of mistake giving
-// one line that names the key, with exit status 2. The server itself starting and
-// stopping is in serve_lifecycle_test.cc.
+// everything the server would and exits without starting it): the defaults
+// docs/operations.md lists, flags > IDFORGE_* > config file > defaults, and every kind
+// of mistake giving one line that names the key, with exit status 2. The server itself
+// starting and stopping is in serve_lifecycle_test.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -133,7 +133,7 @@ class ServeConfigTest : public ::testing::Test {
   std::map<std::string, std::string> saved_;
 };
 
-TEST_F(ServeConfigTest, DefaultsAreThoseOfTheIssue) {
+TEST_F(ServeConfigTest, DefaultsAreTheDocumentedOnes) {
   RunResult r = print_config({});
   ASSERT_EQ(r.exit_code, 0) << r.summary();
   EXPECT_TRUE(r.err.empty()) << r.summary();
@@ -356,8 +356,8 @@ TEST_F(ServeConfigTest, MissingOrMalformedFiles) {
 }
 
 // Non-ASCII bytes outside strings and comments are undefined behaviour in the packaged
-// toml++ (found by fuzz_config); they are refused with their position first, while the
-// same bytes inside strings and comments stay fine.
+// toml++ (fuzz/regressions/fuzz_config/ holds such an input); they are refused with
+// their position first, while the same bytes inside strings and comments stay fine.
 TEST_F(ServeConfigTest, NonAsciiOutsideStringsIsRefusedWithItsPosition) {
   const std::string bad = write("bad.toml", "# caf\xc3\xa9 ok\n\xc3\xb4 = 1\n");
   RunResult r = print_config({"--config", bad});

@@ -119,7 +119,8 @@ TEST_F(WorkerTest, RunsOnOneLocalRegistryNeverRepeatAnId) {
   EXPECT_NE(status.out.find("0 of 1024 worker slots taken"), std::string::npos) << status.out;
 }
 
-// The restart story of invariant 2: a run, then runs whose clock is behind it.
+// No reuse across restarts (docs/architecture.md, invariant 2): a run, then runs whose
+// clock is behind it.
 TEST_F(WorkerTest, ClockSetBackBetweenRunsNeverRepeatsAnId) {
   RunResult first = run_idforge({"next", "--registry", local(), "-n", "2000"});
   ASSERT_EQ(first.exit_code, 0) << first.summary();

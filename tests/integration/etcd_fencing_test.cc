@@ -1,6 +1,6 @@
 // etcd going away under a holder of the etcd WorkerRegistry: a frozen, stopped and
 // restarted etcd, and a node cut off from etcd that fences itself before a second node
-// takes its slot, with no ID issued twice (docs/reliability.md, invariant 3).
+// takes its slot, with no ID issued twice (docs/architecture.md, invariant 3).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

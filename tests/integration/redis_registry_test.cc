@@ -1,9 +1,9 @@
 // The Redis WorkerRegistry against a real redis-server, where it is Redis's own: its key
-// layout, the two faults of the seed's machine-id script (a counter wrapping onto live
-// ids, slots never freed), a frozen server and one that loses its data: the history
-// record and the quarantine it sets, and `idforge serve` nodes that must never share a
-// worker id through a flush or a restart without persistence. The contract it shares
-// with the other coordinators is in registry_contract_test.cc.
+// layout, slots that stay inside the layout's space and come back when freed (a counter
+// would wrap onto live ids and never free one), a frozen server and one that loses its
+// data: the history record and the quarantine it sets, and `idforge serve` nodes that
+// must never share a worker id through a flush or a restart without persistence. The
+// contract it shares with the other coordinators is in registry_contract_test.cc.
 #include "coord/redis_registry.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +24,7 @@
 
 #include "coord/held_lease.h"
 #include "coord/lease_keeper.h"
+#include "core/snowflake_mark.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/worker_registry.h"
@@ -91,8 +92,6 @@ TEST_F(RedisRegistryTest, ALeaseIsAKeyWithATokenAndATtl) {
   EXPECT_TRUE(reg->release(*lease).ok());
 }
 
-// The seed's script kept a counter: INCR, and past 31 it wrapped to 0, onto ids that
-// were still in use; and nothing ever gave a number back.
 // The mark's layout sits in its own key beside the mark, written by the renew that
 // carries it, left alone by one that does not, and handed to the slot's next holder.
 TEST_F(RedisRegistryTest, TheMarksLayoutIsKeptBesideTheMark) {
@@ -143,7 +142,10 @@ TEST_F(RedisRegistryTest, ATtlTooShortForTheDriftIsRefusedAtStart) {
   EXPECT_EQ(redis_cli({"EXISTS", key("worker", 0)}), "0");
 }
 
-TEST_F(RedisRegistryTest, TheSeedsTwoFaultsCannotHappen) {
+// Slots come from the layout's space, never past its last one, and a freed slot is
+// taken again: a counter (INCR) would pass the last id and wrap to 0, onto ids still in
+// use, and never give a number back.
+TEST_F(RedisRegistryTest, SlotsStayInsideTheSpaceAndAFreedSlotIsTakenAgain) {
   const SlotSpace space{1, 2};  // 8 slots: datacenter 0-1, worker 0-3
   auto reg = open(10'000, space, "small");
   ASSERT_TRUE(reg);
@@ -181,7 +183,7 @@ TEST_F(RedisRegistryTest, TheSeedsTwoFaultsCannotHappen) {
   for (const SlotStatus& s : *listed) EXPECT_LT(s.slot, 8u);
 
   // The twitter space: 33 holders get 33 distinct slots; the 33rd is datacenter 1,
-  // worker 0, where the seed's counter had wrapped to machine 0 again.
+  // worker 0, where a 5-bit worker counter would wrap to worker 0 again.
   auto opened = coord::open_redis_registry(redis_.url, registry_options(unique_tag("rr")));
   ASSERT_TRUE(opened.ok()) << opened.status().to_string();
   auto& wide = *opened;

@@ -261,7 +261,9 @@ TEST(RedisSentinelTest, LeaseWritesCanRequireAReplica) {
   Result<Server> primary = redis_ha::start_redis("rs-min-primary", /*persistence=*/true);
   ASSERT_TRUE(primary.ok()) << primary.status().to_string();
   const std::string url = primary->url + "?min_replicas=1&replica_wait_ms=100";
-  RegistryOptions options = registry_options("minrep", 1000);
+  // A TTL well above the time a replica takes to stop on a loaded machine: the renew
+  // after the stop must fail for want of a replica, not because the lease expired.
+  RegistryOptions options = registry_options("minrep", 4000);
   auto reg = coord::open_registry(url, options);
   ASSERT_TRUE(reg.ok()) << reg.status().to_string();
   Result<Lease> alone = (*reg)->acquire("lonely");

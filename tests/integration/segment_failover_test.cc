@@ -296,6 +296,10 @@ TEST(SegmentFailoverTest, APromotedRedisReplicaThatMissedWritesRepeatsNoId) {
   }
   const std::string tag = "promoted";
   ASSERT_TRUE(create_tag(primary->url, tag, 200).ok());
+  // The tag itself must be on the replica before it is promoted (replication is
+  // asynchronous; what is tested is the ranges committed after the promotion).
+  const std::string acked = Services::get().client(*primary, {"WAIT", "1", "10000"}).out;
+  ASSERT_EQ(acked.substr(0, acked.find_first_of("\r\n")), "1");
   const std::string dir_a = Services::get().make_dir("promo-node-a");
   const std::string dir_b = Services::get().make_dir("promo-node-b");
   std::vector<uint64_t> before;

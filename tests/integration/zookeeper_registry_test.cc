@@ -379,8 +379,9 @@ TEST_F(ZookeeperRegistryTest, AnExpiredSessionLosesTheLeaseAndANewOneIsOpened) {
   EXPECT_TRUE(is_lost(reg->renew(*lease, unix_ms())));
 }
 
-// Invariant 3 end to end: a generator whose ZooKeeper goes silent stops issuing before
-// the server can expire its session and hand the slot to someone else.
+// Fencing end to end (docs/architecture.md, invariant 3): a generator whose ZooKeeper
+// goes silent stops issuing before the server can expire its session and hand the slot
+// to someone else.
 TEST_F(ZookeeperRegistryTest, ALeaseKeeperFencesItsGeneratorBeforeTheSlotIsFreed) {
   TcpProxy proxy(std::stoi(port_of(url_)));
   auto reg = open("zookeeper://127.0.0.1:" + std::to_string(proxy.port()), cluster_, 3000);

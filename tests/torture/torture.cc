@@ -1,4 +1,5 @@
-// idforge_torture: the evidence for "no duplicate ID, ever" (issue 6).
+// idforge_torture: the evidence for "no duplicate ID, ever" (docs/reliability.md,
+// "Torture run").
 //
 // Three `idforge serve` processes on 127.0.0.1 share one PostgreSQL (segments) and one
 // Redis or etcd (worker ids); client threads pull Snowflake and segment IDs from each

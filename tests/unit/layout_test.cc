@@ -83,7 +83,7 @@ Layout must(Result<Layout> r) {
   return std::move(r).value();
 }
 
-TEST(LayoutPresets, FieldsShiftsAndBitsMatchTheDesign) {
+TEST(LayoutPresets, FieldsShiftsAndBitsMatchTheDocumentedPresets) {
   for (const ExpectedPreset& want : expected_presets()) {
     SCOPED_TRACE(want.name);
     Result<Layout> got = Layout::preset(want.name);
@@ -141,7 +141,7 @@ TEST(LayoutPresets, NamesAndLookup) {
   for (const auto& name : names) EXPECT_THAT(bad.status().message(), HasSubstr(name));
 }
 
-// Figures worked out independently (Python datetime) from the design's table.
+// Figures worked out independently (Python datetime) from docs/snowflake.md's table.
 TEST(LayoutCapacity, Twitter) {
   const Capacity c = Layout::twitter().capacity();
   EXPECT_EQ(c.max_nodes, 1024u);

@@ -194,9 +194,9 @@ TEST_F(LocalRegistryTest, IdentitiesCannotLeaveTheDirectory) {
 }
 
 // Processes starting together must all find (or make) the slot directory; checking
-// before creating once made the slower one call the other's new directory "not a
-// directory". The window is a few microseconds: with the old code this test failed in
-// 4 of 7 runs here, with the fix in none of 10.
+// before creating would make the slower one call the other's new directory "not a
+// directory". The window is a few microseconds: with a check before the create this
+// test failed in 4 of 7 runs on a 2-core machine, with create-then-check in none of 10.
 TEST_F(LocalRegistryTest, ManyCreatingTheDirectoryAtOnceAllSucceed) {
   for (int round = 0; round < 300; ++round) {
     const std::string dir = dir_ + "/race-" + std::to_string(round) + "/slots";

@@ -43,7 +43,7 @@ TimeZone load(std::string_view name) {
   return zone.value_or(TimeZone());
 }
 
-TEST(SerialTemplateTest, TheExampleFromTheIssue) {
+TEST(SerialTemplateTest, ADatedPrefixWithAZeroPaddedSequence) {
   SerialTemplate t = must_parse("PAY{yyyyMMdd}{seq:08}");
   EXPECT_EQ(t.format(42, ms("2026-11-22T10:00:00Z")), "PAY2026112200000042");
   EXPECT_EQ(t.format(42, ms("2026-11-22T10:00:00Z"), TimeZone::utc()), "PAY2026112200000042");
@@ -175,7 +175,7 @@ std::string error_of(std::string_view text) {
   return t.status().message();
 }
 
-TEST(SerialTemplateTest, TheErrorMessageFromTheIssue) {
+TEST(SerialTemplateTest, AMisspelledDatePatternNamesItsPositionAndTheChoices) {
   EXPECT_EQ(error_of("PAY{yyyMMdd}{seq}"),
             "template 'PAY{yyyMMdd}{seq}': unknown date pattern 'yyy' at position 5 (use yyyy, yy, "
             "MM, dd, HH, mm, ss, SSS)");
