@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run demo test test-unit test-tsan test-asan test-fuzz bench bench-load fuzz torture screenshot format clean
+.PHONY: all deps build run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load fuzz torture screenshot format clean
 
 all: build
 
@@ -29,9 +29,15 @@ demo: build
 # Concurrency tests under ThreadSanitizer; unit, server and integration tests under
 # ASan + UBSan; each fuzz target for a few seconds; then the release binary's tests (e2e,
 # browser, the short torture run). ctest runs last so its summary line closes the output.
-test: build test-tsan test-asan test-fuzz
+test: test-build test-tsan test-asan test-fuzz
 	@ctest --test-dir build --output-on-failure --no-label-summary -j $(JOBS) \
-	  -LE 'unit|server|integration'
+	  -L 'e2e|torture-short'
+
+# What the release tests run: the binary, the end-to-end tests, the torture run (g++;
+# the unit, server and integration tests build and run with clang under the sanitizers).
+test-build: deps
+	@$(CMAKE) --preset release >/dev/null
+	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge idforge_e2e_tests idforge_torture
 
 # A few seconds per fuzz target, built in the ASan tree (make fuzz for real runs).
 test-fuzz: test-asan
@@ -39,16 +45,14 @@ test-fuzz: test-asan
 
 test-tsan: deps
 	@$(CMAKE) --preset tsan >/dev/null
-	@$(CMAKE) --build --preset tsan -j $(JOBS) --target idforge_unit_tests idforge_net_server_test
+	@$(CMAKE) --build --preset tsan -j $(JOBS) --target idforge_tsan_tests
 	@echo "== ThreadSanitizer: concurrency tests and the server's event loops"
-	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_unit_tests \
-	  --gtest_filter='*Concurrency*' --gtest_brief=1
-	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_net_server_test --gtest_brief=1
+	@TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/idforge_tsan_tests \
+	  --gtest_filter='*Concurrency*:Net*:ParseEndpoint*' --gtest_brief=1
 
 # Unit, server and integration tests under AddressSanitizer + UndefinedBehaviorSanitizer
 # (clang 14). The e2e tests run the release binary in `make test`.
-ASAN_TARGETS = idforge idforge_unit_tests idforge_integration_tests \
-  $(patsubst tests/server/%.cc,idforge_%,$(wildcard tests/server/*_test.cc))
+ASAN_TARGETS = idforge idforge_unit_tests idforge_server_tests idforge_integration_tests
 test-asan: deps
 	@$(CMAKE) --preset asan >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS) --target $(ASAN_TARGETS)

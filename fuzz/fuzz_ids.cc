@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/calendar.h"
+#include "core/parse_u64.h"
 #include "fuzz_support.h"
 #include "idforge/time_format.h"
 #include "idforge/ulid.h"

@@ -1,4 +1,4 @@
-// Layout::parse, decode, compose, compose_named and bit_diagram. Input lines:
+// Layout::parse, decode, compose, compose_named and core/bit_diagram.h. Input lines:
 //   1: a layout (preset name or custom spec)   2: epoch ms   3: tick ms
 //   4..: IDs to decode (decimal; any other line is hashed to 64 bits)
 // A missing or non-numeric epoch or tick means "not given" (-1). Checked:
@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bit_diagram.h"
 #include "fuzz_support.h"
 #include "idforge/layout.h"
 
@@ -71,7 +72,7 @@ std::string binary64(uint64_t id) {
 }
 
 void check_diagram(const Layout& layout, uint64_t id) {
-  const std::string diagram = layout.bit_diagram(id);
+  const std::string diagram = bit_diagram(layout, id);
   std::vector<std::string_view> rows;
   std::string_view rest = diagram;
   while (!rest.empty()) rows.push_back(take_line(rest));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace idforge {
@@ -20,10 +21,10 @@ class Clock {
   // Blocks for about `ms` milliseconds (a ManualClock advances itself instead).
   virtual void sleep_ms(int64_t ms) = 0;
   // Waits until now_ms() >= target_ms, giving up after about max_wait_ms of real time;
-  // returns the time spent in MICROseconds (waits at a tick boundary are mostly under
-  // a millisecond, and counting them in ms would round them all away). Waits of a couple of ms spin
-  // (yielding), since a Snowflake tick is 1 ms and a sleep overshoots it; longer ones sleep.
-  virtual int64_t wait_until_ms(int64_t target_ms, int64_t max_wait_ms);
+  // returns the time spent (in microseconds: waits at a tick boundary are mostly under a
+  // millisecond). Waits of a couple of ms spin (yielding), since a Snowflake tick is 1 ms
+  // and a sleep overshoots it; longer ones sleep.
+  virtual std::chrono::microseconds wait_until(int64_t target_ms, int64_t max_wait_ms);
 };
 
 // Reads the system's real-time clock on every call (about 20 ns).
@@ -50,7 +51,7 @@ class CachedSystemClock final : public Clock {
   void sleep_ms(int64_t ms) override;
   // Waits on the real clock and then shares what it read, so a waiter does not depend
   // on the background thread getting CPU time.
-  int64_t wait_until_ms(int64_t target_ms, int64_t max_wait_ms) override;
+  std::chrono::microseconds wait_until(int64_t target_ms, int64_t max_wait_ms) override;
 };
 
 // The clock generators use when none is given: a process-wide CachedSystemClock.
@@ -66,8 +67,8 @@ class ManualClock final : public Clock {
   int64_t now_ms() override { return now_.load(std::memory_order_acquire); }
   void sleep_ms(int64_t ms) override;
   // With auto_advance, moves the clock forward to target_ms (at most max_wait_ms) and
-  // returns that step in microseconds.
-  int64_t wait_until_ms(int64_t target_ms, int64_t max_wait_ms) override;
+  // returns that step.
+  std::chrono::microseconds wait_until(int64_t target_ms, int64_t max_wait_ms) override;
 
   void set(int64_t ms) { now_.store(ms, std::memory_order_release); }
   void advance(int64_t ms) { now_.fetch_add(ms, std::memory_order_acq_rel); }

@@ -3,8 +3,10 @@
 // Before a generator issues an ID at time T it makes sure a mark >= T is durable here;
 // a restarted generator starts strictly above the stored mark. So a crash, or a clock
 // set back while the process was down, can lose unused IDs but never repeat one
-// (docs/reliability.md, invariant 2). Implementations: a file (src/coord/), a lease
-// in a coordinator (etcd, ZooKeeper, Redis), and MemoryHighWaterStore for tests.
+// (docs/architecture.md, invariant 2). A user implements one over storage that
+// survives the process (a file, a database row) and passes it as
+// SnowflakeOptions::high_water; MemoryHighWaterStore below is for tests. idforge's own
+// are a file and a worker-id lease in a coordinator (etcd, ZooKeeper, Redis).
 // Implementations must be thread-safe.
 #pragma once
 
@@ -17,10 +19,11 @@
 
 namespace idforge {
 
-// A mark with the layout it was written under: the generator's mark_layout_key(), or
-// empty when unknown (a store that keeps no layout, or a mark of an older version). A
-// mark is a time, so it bounds the IDs issued only in the terms of its layout; a
-// generator with another layout starts above every ID that layout could have made.
+// A mark with the layout it was written under: text the generator writes (keep it as
+// given and hand it back), or empty when unknown (a store that keeps no layout, or a
+// mark of an older version). A mark is a time, so it bounds the IDs issued only in the
+// terms of its layout; a generator with another layout starts above every ID that
+// layout could have made.
 struct HighWaterMark {
   int64_t unix_ms = 0;  // 0: none stored
   std::string layout;
@@ -36,9 +39,8 @@ class HighWaterStore {
   // The same with the layout. A store that keeps the layout overrides both; these
   // defaults keep only the time (and report the layout as unknown).
   virtual Result<HighWaterMark> load_mark() {
-    Result<int64_t> ms = load();
-    if (!ms.ok()) return ms.status();
-    return HighWaterMark{*ms, {}};
+    IDFORGE_ASSIGN_OR_RETURN(int64_t ms, load());
+    return HighWaterMark{ms, {}};
   }
   virtual Status store_mark(const HighWaterMark& mark) { return store(mark.unix_ms); }
 };

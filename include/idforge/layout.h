@@ -130,16 +130,6 @@ class Layout {
   // uses bits above total_bits() (e.g. a negative number for a 63-bit layout).
   Result<DecodedId> decode(uint64_t id) const;
 
-  // A table of `id`'s 64 bits cut into this layout's fields, one column per field (the
-  // unused high bits first, as "sign (1)" or "unused (n)"), each line ending in '|'.
-  // For twitter and 910499571847892992:
-  //   field  | sign (1) | time (41)                                 | datacenter (5) | ...
-  //   bits   | 63       | 62..22                                    | 21..17         | ...
-  //   binary | 0        | 00011001010001010111110100010010101110000 | 10001          | ...
-  //   value  | 0        | 217080014192                              | 17             | ...
-  // Works for any id, also one that decode() rejects (its high bits show as set).
-  std::string bit_diagram(uint64_t id) const;
-
   friend bool operator==(const Layout&, const Layout&) = default;
 
  private:

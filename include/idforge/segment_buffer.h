@@ -1,4 +1,8 @@
-// SegmentBuffer: Leaf-style double buffer over a RangeSource for one tag.
+// SegmentBuffer: Leaf-style double buffer over a RangeSource for one tag. A user hands
+// it a RangeSource (their own store, or a StripedSource) and takes IDs:
+//
+//   auto buffer = idforge::SegmentBuffer::create(&source, {.tag = "orders"}).value();
+//   idforge::Result<uint64_t> id = buffer->next();
 //
 // next() hands out the current segment's IDs with one fetch_add, lock-free. When 10% of
 // the current segment is used, the next one is fetched in the background; the switch
@@ -12,15 +16,10 @@
 // may be called from any number of threads.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 
 #include "idforge/clock.h"
 #include "idforge/segment_store.h"
@@ -54,90 +53,32 @@ struct SegmentBufferStats {
   std::string last_error;     // of the last failed allocation, until one succeeds
 };
 
+// The buffer. An interface: create() returns the implementation, whose state is private
+// to the library.
 class SegmentBuffer {
  public:
   // `source` must outlive the buffer.
   static Result<std::unique_ptr<SegmentBuffer>> create(RangeSource* source,
                                                        SegmentBufferOptions options);
-  ~SegmentBuffer();
+  virtual ~SegmentBuffer();
   SegmentBuffer(const SegmentBuffer&) = delete;
   SegmentBuffer& operator=(const SegmentBuffer&) = delete;
 
-  Result<uint64_t> next();
+  virtual Result<uint64_t> next() = 0;
   // Fills `out` with increasing IDs (all or nothing: on error the taken ones are gaps).
-  Status next_batch(std::span<uint64_t> out);
+  virtual Status next_batch(std::span<uint64_t> out) = 0;
   // Like next_batch but never waits for the store: fills `out` from the front while the
   // buffers hold IDs and returns how many it filled (fewer than out.size() when both
   // buffers ran empty; a fetch is then under way). For event loops that must not block:
   // they take what is there and ask next_batch() for the rest off the loop. Errors only
   // for what waiting would not fix (unknown tag, exhausted range, shutting down).
-  Result<size_t> try_next_batch(std::span<uint64_t> out);
+  virtual Result<size_t> try_next_batch(std::span<uint64_t> out) = 0;
 
-  const std::string& tag() const { return options_.tag; }
-  SegmentBufferStats stats() const;
+  virtual const std::string& tag() const = 0;
+  virtual SegmentBufferStats stats() const = 0;
 
- private:
-  // One of the two buffers. A seqlock: `version` is 2*gen+1 while being written and
-  // 2*gen+2 once it holds generation `gen`'s segment.
-  struct Slot {
-    std::atomic<uint64_t> version{0};
-    std::atomic<uint64_t> first{0};
-    std::atomic<uint64_t> count{0};
-    std::atomic<uint64_t> stride{1};
-    std::atomic<uint64_t> prefetch{0};  // offset whose taker starts the next fetch
-  };
-  // What one fetch_add on the cursor yielded.
-  struct Take {
-    uint64_t gen = 0;
-    uint64_t first = 0;
-    uint64_t stride = 1;
-    uint64_t count = 0;
-  };
-
-  SegmentBuffer(RangeSource* source, SegmentBufferOptions options);
-  // Claims up to `want` IDs of the current segment; false sends the caller to the slow
-  // path (segment used up, none yet, or a slot being rewritten under a slow reader).
-  bool try_take(uint64_t want, Take* out);
-  // Takes up to out.size() IDs, waiting for the store only when may_wait.
-  Result<size_t> fill(std::span<uint64_t> out, bool may_wait);
-  // Returns Ok when the caller should try again. With may_wait false it never waits:
-  // it sets *would_wait and returns Ok when only waiting would help.
-  Status slow_path(uint64_t seen_gen, bool may_wait = true, bool* would_wait = nullptr);
-  void start_fetch_locked();
-  void fetch_once(uint64_t step);
-  uint64_t next_step_locked(int64_t now_ms);
-
-  static constexpr int kOffsetBits = 40;
-  static constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
-
-  RangeSource* const source_;
-  const SegmentBufferOptions options_;
-  Clock* const clock_;
-
-  // (generation << 40) | offset into that generation's segment; generation 0 = none.
-  alignas(64) std::atomic<uint64_t> cursor_{0};
-  Slot slots_[2];
-
-  // Everything below is guarded by mu_ (the counters are atomics so stats() and the
-  // fetch thread can touch them without it).
-  alignas(64) mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::thread fetcher_;
-  bool fetching_ = false;
-  bool stopping_ = false;
-  bool next_ready_ = false;   // the slot of generation current_gen_ + 1 is filled
-  uint64_t current_gen_ = 0;  // the generation the cursor points at
-  uint64_t step_;
-  int64_t current_started_ms_ = 0;
-  int64_t last_fetch_done_ms_ = 0;
-  int consecutive_failures_ = 0;
-  std::chrono::steady_clock::time_point retry_at_{};
-  Status last_error_;
-  std::atomic<uint64_t> fetches_{0};
-  std::atomic<uint64_t> fetch_failures_{0};
-  std::atomic<uint64_t> waits_{0};
-  std::atomic<uint64_t> switches_{0};
-  std::atomic<int64_t> last_fetch_ms_{0};
+ protected:
+  SegmentBuffer() = default;
 };
 
 }  // namespace idforge

@@ -4,6 +4,9 @@
 // a non-ok Status. Both are cheap on success (no allocation) and [[nodiscard]], so
 // an error is never dropped silently. Multiple threads may call const methods on the
 // same object without synchronization.
+//
+// IDFORGE_RETURN_IF_ERROR and IDFORGE_ASSIGN_OR_RETURN (at the end of this file) write
+// the plain "return the error to the caller" path in one line.
 #pragma once
 
 #include <cassert>
@@ -107,9 +110,47 @@ class [[nodiscard]] Result {
 
 }  // namespace idforge
 
-// Returns the Status of `expr` from the enclosing function if it is an error.
-#define IDFORGE_RETURN_IF_ERROR(expr)                  \
-  do {                                                 \
-    ::idforge::Status idforge_status_ = (expr);        \
-    if (!idforge_status_.ok()) return idforge_status_; \
+namespace idforge::internal {
+// The Status of a Status or of a Result<T>, for IDFORGE_RETURN_IF_ERROR.
+inline Status status_of(Status status) { return status; }
+template <typename T>
+Status status_of(const Result<T>& result) {
+  return result.status();
+}
+}  // namespace idforge::internal
+
+// Error-path macros. Both work in a function that returns Status or any Result<U> (a
+// Result<U> is built from the error Status).
+//
+// IDFORGE_RETURN_IF_ERROR(expr): `expr` is a Status or a Result<T>; if it is an error,
+// returns its Status from the enclosing function. A Result's value is discarded. It is
+// one statement, safe after an unbraced `if`.
+//
+//   IDFORGE_RETURN_IF_ERROR(check_slot(slot));
+//
+// IDFORGE_ASSIGN_OR_RETURN(lhs, expr): `expr` is a Result<T>; if it is an error, returns
+// its Status; else moves (never copies) the value into `lhs`, which is a declaration
+// (`auto x`, `std::unique_ptr<Foo> x`) or an existing variable (`x`, `*out`). It expands
+// to several statements and declares a temporary named after the line: use it at most
+// once a line, and inside braces, not as the body of an unbraced `if` or loop. A type in
+// `lhs` must not contain an unparenthesized comma (use `auto` or an alias).
+//
+//   IDFORGE_ASSIGN_OR_RETURN(auto conn, pool.acquire());
+//   IDFORGE_ASSIGN_OR_RETURN(lease, registry->acquire(options));
+#define IDFORGE_RETURN_IF_ERROR(...)                                                 \
+  do {                                                                               \
+    ::idforge::Status idforge_status_ = ::idforge::internal::status_of(__VA_ARGS__); \
+    if (!idforge_status_.ok()) return idforge_status_;                               \
   } while (0)
+
+#define IDFORGE_ASSIGN_OR_RETURN(lhs, ...)                                               \
+  IDFORGE_ASSIGN_OR_RETURN_IMPL_(IDFORGE_STATUS_CONCAT_(idforge_result_, __LINE__), lhs, \
+                                 __VA_ARGS__)
+
+// Implementation details of the macros above.
+#define IDFORGE_STATUS_CONCAT_INNER_(a, b) a##b
+#define IDFORGE_STATUS_CONCAT_(a, b) IDFORGE_STATUS_CONCAT_INNER_(a, b)
+#define IDFORGE_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
+  auto result = (__VA_ARGS__);                           \
+  if (!result.ok()) return result.status();              \
+  lhs = std::move(result).value()

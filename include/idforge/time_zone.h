@@ -1,6 +1,7 @@
 // TimeZone: the UTC offset in effect at an instant, for serial templates and anything
 // else that prints local dates. Core, no I/O: the bytes of a zoneinfo file come from the
-// caller (idforge::store::load_time_zone reads them from /usr/share/zoneinfo).
+// caller, who reads them (from /usr/share/zoneinfo/Asia/Shanghai, say) and passes them
+// to from_tzif.
 //
 // A zone is UTC, a fixed offset, a POSIX TZ rule, or a parsed TZif file (RFC 8536,
 // versions 1 to 4) with its transitions and, after the last transition, the POSIX TZ

@@ -74,29 +74,27 @@ SegmentBufferOptions bench_options() {
 
 WorkloadResult make_segment_memory(bool batch) {
   auto source = std::make_unique<MemorySource>();
-  Result<std::unique_ptr<SegmentBuffer>> buffer =
-      SegmentBuffer::create(source.get(), bench_options());
-  if (!buffer.ok()) return buffer.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
+                           SegmentBuffer::create(source.get(), bench_options()));
   return std::unique_ptr<Workload>(std::make_unique<SegmentWorkload>(
-      std::move(source), std::move(buffer).value(), std::string(), batch));
+      std::move(source), std::move(buffer), std::string(), batch));
 }
 
 WorkloadResult make_segment_sqlite() {
   char tmpl[] = "/tmp/idforge-bench-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Status::IoError("cannot make a temporary directory");
   std::string dir = tmpl;
-  Result<std::unique_ptr<SegmentStore>> store = store::open_store("sqlite:" + dir + "/bench.db");
-  if (!store.ok()) return store.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentStore> store,
+                           store::open_store("sqlite:" + dir + "/bench.db"));
   TagSpec spec;
   spec.name = "bench";
   spec.step = bench_options().min_step;
-  IDFORGE_RETURN_IF_ERROR((*store)->create_tag(spec));
-  std::unique_ptr<RangeSource> source = std::move(store).value();
-  Result<std::unique_ptr<SegmentBuffer>> buffer =
-      SegmentBuffer::create(source.get(), bench_options());
-  if (!buffer.ok()) return buffer.status();
+  IDFORGE_RETURN_IF_ERROR(store->create_tag(spec));
+  std::unique_ptr<RangeSource> source = std::move(store);
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
+                           SegmentBuffer::create(source.get(), bench_options()));
   return std::unique_ptr<Workload>(std::make_unique<SegmentWorkload>(
-      std::move(source), std::move(buffer).value(), std::move(dir), false));
+      std::move(source), std::move(buffer), std::move(dir), false));
 }
 
 }  // namespace idforge::cli::bench

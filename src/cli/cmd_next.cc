@@ -56,10 +56,9 @@ int run_next_tag(const CLI::App& cmd, const NextFlags& flags) {
 }
 
 Result<SnowflakeOptions> build_options(const NextFlags& flags) {
-  Result<Layout> layout = resolve_layout(flags.layout);
-  if (!layout.ok()) return layout.status();
-  auto nodes = resolve_fields(*layout, flags.fields, /*allow_sequence=*/false);
-  if (!nodes.ok()) return nodes.status();
+  IDFORGE_ASSIGN_OR_RETURN(Layout layout, resolve_layout(flags.layout));
+  IDFORGE_ASSIGN_OR_RETURN(auto nodes,
+                           resolve_fields(layout, flags.fields, /*allow_sequence=*/false));
   Result<RollbackPolicy> policy = parse_policy(flags.policy);
   if (!policy.ok()) {
     return Status::InvalidArgument(
@@ -67,16 +66,15 @@ Result<SnowflakeOptions> build_options(const NextFlags& flags) {
   }
 
   SnowflakeOptions options;
-  options.layout = std::move(layout).value();
-  options.nodes = std::move(nodes).value();
+  options.layout = std::move(layout);
+  options.nodes = std::move(nodes);
   options.policy = *policy;
   if (flags.max_drift_ms) {
-    Result<uint64_t> drift = parse_number(*flags.max_drift_ms, "--max-drift-ms");
-    if (!drift.ok()) return drift.status();
-    if (*drift > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Status::OutOfRange(fmt::format("--max-drift-ms {} is too large", *drift));
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t drift, parse_number(*flags.max_drift_ms, "--max-drift-ms"));
+    if (drift > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Status::OutOfRange(fmt::format("--max-drift-ms {} is too large", drift));
     }
-    options.max_drift_ms = static_cast<int64_t>(*drift);
+    options.max_drift_ms = static_cast<int64_t>(drift);
   }
   return options;
 }
@@ -92,7 +90,7 @@ void wait_until_tick_passed(const SnowflakeGenerator& generator) {
   Clock& clock = default_clock();
   const int64_t free_from_ms = generator.last_unix_ms() + generator.layout().tick_ms();
   const int64_t now = clock.now_ms();
-  if (now < free_from_ms) clock.wait_until_ms(free_from_ms, free_from_ms - now + kSlackMs);
+  if (now < free_from_ms) clock.wait_until(free_from_ms, free_from_ms - now + kSlackMs);
 }
 
 int run_next(const CLI::App& cmd, const NextFlags& flags) {

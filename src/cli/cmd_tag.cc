@@ -123,18 +123,15 @@ Result<TagSpec> spec_from(const TagFlags& flags) {
   IDFORGE_RETURN_IF_ERROR(check_name(flags));
   TagSpec spec;
   spec.name = flags.name;
-  Result<uint64_t> start = parse_number(flags.start, "--start");
-  if (!start.ok()) return start.status();
-  Result<uint64_t> step = parse_number(flags.step, "--step");
-  if (!step.ok()) return step.status();
-  spec.start = *start;
-  spec.step = *step;
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t start, parse_number(flags.start, "--start"));
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t step, parse_number(flags.step, "--step"));
+  spec.start = start;
+  spec.step = step;
   spec.description = flags.description;
   // The store keeps the text as given; checking it here means a tag never holds a
   // template that would fail later, when serials are made from it.
   if (!flags.serial_template.empty()) {
-    Result<SerialTemplate> parsed = SerialTemplate::parse(flags.serial_template);
-    if (!parsed.ok()) return parsed.status();
+    IDFORGE_RETURN_IF_ERROR(SerialTemplate::parse(flags.serial_template));
   }
   spec.serial_template = flags.serial_template;
   return spec;
@@ -144,9 +141,9 @@ Result<TagSpec> spec_from(const TagFlags& flags) {
 // served: the store that lost it would hand those IDs out a second time.
 Status check_start_above_served(const TagFlags& flags, const TagSpec& spec) {
   const std::string path = store::served_marks_path(flags.stores.data_dir);
-  Result<std::unique_ptr<store::ServedMarks>> marks = store::ServedMarks::open(path);
-  if (!marks.ok()) return marks.status();
-  for (const store::ServedMarks::Mark& m : (*marks)->all()) {
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<store::ServedMarks> marks,
+                           store::ServedMarks::open(path));
+  for (const store::ServedMarks::Mark& m : marks->all()) {
     if (m.tag != spec.name || spec.start > m.highest) continue;
     return Status::InvalidArgument(fmt::format(
         "this node ({}) has served tag '{}' up to {} (store place {}); a recreated tag must "

@@ -41,9 +41,8 @@ std::string layout_label(const WorkerFlags& flags) {
 Result<OpenedRegistry> open_from(const WorkerFlags& flags) {
   LayoutFlags layout_flags;
   layout_flags.layout = flags.layout;
-  Result<Layout> layout = resolve_layout(layout_flags);
-  if (!layout.ok()) return layout.status();
-  return open_worker_registry(flags.registry.url, *layout, layout_label(flags), flags.data_dir);
+  IDFORGE_ASSIGN_OR_RETURN(Layout layout, resolve_layout(layout_flags));
+  return open_worker_registry(flags.registry.url, layout, layout_label(flags), flags.data_dir);
 }
 
 std::string mark_text(int64_t mark_ms) {

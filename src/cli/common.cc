@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/parse_u64.h"
+#include "core/text.h"
 #include "idforge/time_format.h"
 
 namespace idforge::cli {
@@ -62,8 +64,7 @@ Result<uint64_t> parse_number(std::string_view text, std::string_view what) {
   Result<uint64_t> number = parse_u64(text, what);
   if (number.ok()) return number;
   if (text.empty()) return Status::InvalidArgument(fmt::format("{} is empty", what));
-  bool all_digits =
-      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  bool all_digits = std::all_of(text.begin(), text.end(), text::is_digit);
   if (all_digits) {
     return Status::OutOfRange(fmt::format("{} '{}' is too large (the largest is {})", what, text,
                                           std::numeric_limits<uint64_t>::max()));
@@ -117,13 +118,12 @@ Result<Layout> resolve_layout(const LayoutFlags& flags) {
   }
   int64_t tick_ms = -1;
   if (flags.tick_ms) {
-    Result<uint64_t> tick = parse_number(*flags.tick_ms, "--tick-ms");
-    if (!tick.ok()) return tick.status();
-    if (*tick == 0 || *tick > kMaxTickMs) {
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t tick, parse_number(*flags.tick_ms, "--tick-ms"));
+    if (tick == 0 || tick > kMaxTickMs) {
       return Status::InvalidArgument(
-          fmt::format("--tick-ms must be from 1 to {}, got {}", kMaxTickMs, *tick));
+          fmt::format("--tick-ms must be from 1 to {}, got {}", kMaxTickMs, tick));
     }
-    tick_ms = static_cast<int64_t>(*tick);
+    tick_ms = static_cast<int64_t>(tick);
   }
 
   std::string_view spec = flags.layout.empty() ? std::string_view("twitter") : flags.layout;
@@ -211,15 +211,14 @@ Result<std::vector<std::pair<std::string, uint64_t>>> resolve_fields(const Layou
         return Status::InvalidArgument(fmt::format("field '{}' is given twice", def.name));
       }
     }
-    Result<uint64_t> value = parse_number(field.text, field.flag);
-    if (!value.ok()) return value.status();
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t value, parse_number(field.text, field.flag));
     uint64_t max = layout.max_value(index);
-    if (*value > max) {
+    if (value > max) {
       return Status::OutOfRange(
           fmt::format("{} {} does not fit the {}-bit {} field of layout '{}' (0..{})", field.flag,
-                      *value, def.bits, def.name, layout.name(), max));
+                      value, def.bits, def.name, layout.name(), max));
     }
-    values.emplace_back(def.name, *value);
+    values.emplace_back(def.name, value);
   }
   return values;
 }

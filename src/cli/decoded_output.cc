@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bit_diagram.h"
 #include "idforge/time_format.h"
 
 namespace idforge::cli {
@@ -55,7 +56,7 @@ std::string decoded_text(const Layout& layout, const DecodedId& decoded) {
     text += fmt::format("{:<{}}  {}\n", key + ":", width + 1, value);
   }
   text += "\n";
-  text += layout.bit_diagram(decoded.id);
+  text += bit_diagram(layout, decoded.id);
   if (!text.empty() && text.back() != '\n') text += '\n';
   return text;
 }

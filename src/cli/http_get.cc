@@ -47,7 +47,7 @@ Result<HttpGetReply> http_get(const std::string& base_url, const std::string& pa
                               std::chrono::milliseconds timeout) {
   constexpr std::string_view kScheme = "http://";
   std::string_view rest(base_url);
-  if (rest.substr(0, kScheme.size()) != kScheme) {
+  if (!rest.starts_with(kScheme)) {
     return Status::InvalidArgument(
         fmt::format("server URL '{}' must be http://HOST:PORT", base_url.substr(0, 200)));
   }

@@ -13,8 +13,8 @@
 
 #include "cli/common.h"
 #include "cli/serve_settings.h"
+#include "core/quote.h"
 #include "idforge/layout.h"
-#include "idforge/quote.h"
 
 namespace idforge::cli {
 namespace {
@@ -98,9 +98,8 @@ Result<Value> value_from_toml(const Spec& spec, const std::string& subject,
     } else {
       return type_error(subject, "Unix ms, an ISO-8601 string or a date-time", node);
     }
-    Result<uint64_t> ms = settings::epoch_from_text(subject, iso);
-    if (!ms.ok()) return ms.status();
-    value.number = *ms;
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t ms, settings::epoch_from_text(subject, iso));
+    value.number = ms;
     return value;
   }
   if (spec.check.kind == Kind::kBool) {
@@ -155,10 +154,9 @@ Status apply_text_layer(const std::vector<TextSetting>& layer, ServeConfig& conf
       return Status::Internal(fmt::format("{}: no setting '{}'", given.origin, given.key));
     }
     if (given.values.empty()) continue;
-    Result<Value> value = settings::value_from_text(*spec, given);
-    if (!value.ok()) return value.status();
-    conflict.saw(*spec, *value, given.origin);
-    apply_value(*spec, *value, given.origin, config);
+    IDFORGE_ASSIGN_OR_RETURN(Value value, settings::value_from_text(*spec, given));
+    conflict.saw(*spec, value, given.origin);
+    apply_value(*spec, value, given.origin, config);
   }
   return conflict.check();
 }
@@ -204,10 +202,9 @@ Status apply_toml_entry(const std::string& path, std::string_view section, std::
         section.empty() ? "" : fmt::format(" in [{}]", section), settings::known_keys(section)));
   }
   const std::string subject = fmt::format("{}: {}", origin, key);
-  Result<Value> value = value_from_toml(*spec, subject, node);
-  if (!value.ok()) return value.status();
-  conflict.saw(*spec, *value, subject);
-  apply_value(*spec, *value, origin, config);
+  IDFORGE_ASSIGN_OR_RETURN(Value value, value_from_toml(*spec, subject, node));
+  conflict.saw(*spec, value, subject);
+  apply_value(*spec, value, origin, config);
   return Status::Ok();
 }
 
@@ -279,12 +276,11 @@ Status check_non_ascii(std::string_view text, const std::string& path) {
 }
 
 Status apply_toml_file(const std::string& path, const std::string& origin, ServeConfig& config) {
-  Result<std::string> text = read_small_file(path, origin, "config file");
-  if (!text.ok()) return text.status();
-  IDFORGE_RETURN_IF_ERROR(check_non_ascii(*text, path));
+  IDFORGE_ASSIGN_OR_RETURN(std::string text, read_small_file(path, origin, "config file"));
+  IDFORGE_RETURN_IF_ERROR(check_non_ascii(text, path));
   toml::table root;
   try {
-    root = toml::parse(*text, path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     return Status::InvalidArgument(fmt::format("{}:{}:{}: invalid TOML: {}", path,
                                                e.source().begin.line, e.source().begin.column,
@@ -337,10 +333,10 @@ Status resolve_service_layout(ServeConfig& config) {
 Status read_admin_token(ServeConfig& config) {
   if (config.admin_token_file.empty()) return Status::Ok();
   const std::string subject = setting_subject(config, "admin_token_file");
-  Result<std::string> text = read_small_file(config.admin_token_file, subject, "token file");
-  if (!text.ok()) return text.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::string text,
+                           read_small_file(config.admin_token_file, subject, "token file"));
   constexpr std::string_view kSpace = " \t\r\n";
-  std::string token = std::move(text).value();
+  std::string token = std::move(text);
   token.erase(0, std::min(token.size(), token.find_first_not_of(kSpace)));
   token.erase(token.find_last_not_of(kSpace) + 1);
   if (token.empty()) {

@@ -7,8 +7,9 @@
 #include <utility>
 
 #include "cli/common.h"
+#include "core/parse_u64.h"
+#include "core/quote.h"
 #include "idforge/layout.h"
-#include "idforge/quote.h"
 #include "idforge/snowflake.h"
 #include "idforge/time_format.h"
 #include "server/net_server.h"
@@ -400,9 +401,8 @@ Result<Value> value_from_text(const Spec& spec, const TextSetting& given) {
     return value;
   }
   if (spec.check.kind == Kind::kEpoch) {
-    Result<uint64_t> ms = epoch_from_text(subject, text);
-    if (!ms.ok()) return ms.status();
-    value.number = *ms;
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t ms, epoch_from_text(subject, text));
+    value.number = ms;
     return value;
   }
   IDFORGE_RETURN_IF_ERROR(check_text(spec, subject, text));

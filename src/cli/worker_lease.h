@@ -9,10 +9,10 @@
 #include <string>
 
 #include "coord/held_lease.h"
+#include "core/worker_registry.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/status.h"
-#include "idforge/worker_registry.h"
 
 namespace idforge::cli {
 

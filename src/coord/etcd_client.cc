@@ -195,13 +195,12 @@ struct EtcdClient::Attempt {
 };
 
 Result<std::unique_ptr<EtcdClient>> EtcdClient::open(std::string_view target, Timeouts timeouts) {
-  Result<std::vector<EtcdMember>> members = parse_etcd_target(target);
-  if (!members.ok()) return members.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::vector<EtcdMember> members, parse_etcd_target(target));
   if (timeouts.connect_ms < 1 || timeouts.request_ms < 1 || timeouts.call_ms < 0 ||
       timeouts.backoff_ms < 0) {
     return Status::InvalidArgument("etcd timeouts must be positive");
   }
-  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(members).value(), timeouts));
+  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(members), timeouts));
 }
 
 EtcdClient::EtcdClient(std::vector<EtcdMember> members, Timeouts timeouts)
@@ -437,23 +436,21 @@ Status EtcdClient::check_members() {
     }
   }
   for (const auto& [m, id] : answered) {
-    if (Status foreign = check_cluster(m, json{{"header", {{"cluster_id", id}}}}); !foreign.ok()) {
-      return foreign;
-    }
+    IDFORGE_RETURN_IF_ERROR(check_cluster(m, json{{"header", {{"cluster_id", id}}}}));
   }
   note(answered.front().first, true);
   return Status::Ok();
 }
 
 Result<EtcdLeaseGrant> EtcdClient::lease_grant(int64_t ttl_s) {
-  Result<json> answer =
-      call("/v3/lease/grant", json{{"TTL", std::to_string(ttl_s)}}, EtcdRepeat::kSafe);
-  if (!answer.ok()) return answer.status();
+  IDFORGE_ASSIGN_OR_RETURN(
+      json answer,
+      call("/v3/lease/grant", json{{"TTL", std::to_string(ttl_s)}}, EtcdRepeat::kSafe));
   EtcdLeaseGrant grant;
-  if (!read_int(*answer, "ID", &grant.id) || !read_int(*answer, "TTL", &grant.ttl_s) ||
+  if (!read_int(answer, "ID", &grant.id) || !read_int(answer, "TTL", &grant.ttl_s) ||
       grant.id == 0 || grant.ttl_s <= 0) {
-    return Status::IoError(fmt::format("{}: unexpected lease grant answer: {}", shown_,
-                                       answer->dump().substr(0, 200)));
+    return Status::IoError(
+        fmt::format("{}: unexpected lease grant answer: {}", shown_, answer.dump().substr(0, 200)));
   }
   return grant;
 }
@@ -461,14 +458,13 @@ Result<EtcdLeaseGrant> EtcdClient::lease_grant(int64_t ttl_s) {
 Result<int64_t> EtcdClient::lease_keep_alive(int64_t id) {
   // A stream in gRPC: the gateway sends the one request and wraps the one answer in
   // {"result": ...}; a lease that is gone is answered with TTL 0 (left out).
-  Result<json> answer =
-      call("/v3/lease/keepalive", json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe);
-  if (!answer.ok()) return answer.status();
-  const auto result = answer->find("result");
+  IDFORGE_ASSIGN_OR_RETURN(json answer, call("/v3/lease/keepalive",
+                                             json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe));
+  const auto result = answer.find("result");
   int64_t ttl = 0;
-  if (result == answer->end() || !result->is_object() || !read_int(*result, "TTL", &ttl)) {
+  if (result == answer.end() || !result->is_object() || !read_int(*result, "TTL", &ttl)) {
     return Status::IoError(fmt::format("{}: unexpected lease keep-alive answer: {}", shown_,
-                                       answer->dump().substr(0, 200)));
+                                       answer.dump().substr(0, 200)));
   }
   return ttl < 0 ? 0 : ttl;
 }
@@ -480,13 +476,12 @@ Status EtcdClient::lease_revoke(int64_t id) {
 }
 
 Result<int64_t> EtcdClient::lease_time_to_live(int64_t id) {
-  Result<json> answer =
-      call("/v3/lease/timetolive", json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe);
-  if (!answer.ok()) return answer.status();
+  IDFORGE_ASSIGN_OR_RETURN(json answer, call("/v3/lease/timetolive",
+                                             json{{"ID", std::to_string(id)}}, EtcdRepeat::kSafe));
   int64_t ttl = 0;
-  if (!read_int(*answer, "TTL", &ttl)) {
+  if (!read_int(answer, "TTL", &ttl)) {
     return Status::IoError(fmt::format("{}: unexpected lease time-to-live answer: {}", shown_,
-                                       answer->dump().substr(0, 200)));
+                                       answer.dump().substr(0, 200)));
   }
   return ttl;
 }
@@ -496,23 +491,22 @@ Result<std::vector<EtcdKeyValue>> EtcdClient::range(std::string_view key,
   json body{{"key", base64_encode(key)}};
   if (!range_end.empty()) body["range_end"] = base64_encode(range_end);
   if (keys_only) body["keys_only"] = true;
-  Result<json> answer = call("/v3/kv/range", body, EtcdRepeat::kSafe);
-  if (!answer.ok()) return answer.status();
+  IDFORGE_ASSIGN_OR_RETURN(json answer, call("/v3/kv/range", body, EtcdRepeat::kSafe));
   std::vector<EtcdKeyValue> kvs;
-  if (!read_kvs(*answer, &kvs)) {
+  if (!read_kvs(answer, &kvs)) {
     return Status::IoError(
-        fmt::format("{}: unexpected range answer: {}", shown_, answer->dump().substr(0, 200)));
+        fmt::format("{}: unexpected range answer: {}", shown_, answer.dump().substr(0, 200)));
   }
   return kvs;
 }
 
 Result<int64_t> EtcdClient::delete_key(std::string_view key) {
-  Result<json> answer = call("/v3/kv/deleterange", json{{"key", base64_encode(key)}});
-  if (!answer.ok()) return answer.status();
+  IDFORGE_ASSIGN_OR_RETURN(json answer,
+                           call("/v3/kv/deleterange", json{{"key", base64_encode(key)}}));
   int64_t deleted = 0;
-  if (!read_int(*answer, "deleted", &deleted)) {
+  if (!read_int(answer, "deleted", &deleted)) {
     return Status::IoError(
-        fmt::format("{}: unexpected delete answer: {}", shown_, answer->dump().substr(0, 200)));
+        fmt::format("{}: unexpected delete answer: {}", shown_, answer.dump().substr(0, 200)));
   }
   return deleted;
 }
@@ -521,20 +515,19 @@ Result<EtcdTxnResult> EtcdClient::txn(const std::vector<json>& compares,
                                       const std::vector<json>& success,
                                       const std::vector<json>& failure, EtcdRepeat repeat) {
   json body{{"compare", compares}, {"success", success}, {"failure", failure}};
-  Result<json> answer = call("/v3/kv/txn", body, repeat);
-  if (!answer.ok()) return answer.status();
+  IDFORGE_ASSIGN_OR_RETURN(json answer, call("/v3/kv/txn", body, repeat));
   const auto unexpected = [&] {
     return Status::IoError(
-        fmt::format("{}: unexpected txn answer: {}", shown_, answer->dump().substr(0, 200)));
+        fmt::format("{}: unexpected txn answer: {}", shown_, answer.dump().substr(0, 200)));
   };
   EtcdTxnResult result;
   // proto3 leaves false out.
-  if (const auto it = answer->find("succeeded"); it != answer->end()) {
+  if (const auto it = answer.find("succeeded"); it != answer.end()) {
     if (!it->is_boolean()) return unexpected();
     result.succeeded = it->get<bool>();
   }
-  const auto responses = answer->find("responses");
-  if (responses == answer->end() || responses->is_null()) return result;
+  const auto responses = answer.find("responses");
+  if (responses == answer.end() || responses->is_null()) return result;
   if (!responses->is_array()) return unexpected();
   for (const json& item : *responses) {
     if (!item.is_object()) return unexpected();

@@ -45,7 +45,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -55,6 +54,7 @@
 #include <vector>
 
 #include "coord/etcd_client.h"
+#include "core/text.h"
 
 namespace idforge::coord {
 namespace {
@@ -80,12 +80,6 @@ constexpr int kMemberBackoffMs = 2000;
 // losses in a row mean something else is writing the key.
 constexpr int kMarkAttempts = 16;
 constexpr int kMaxSlotBits = 32;
-
-template <typename Int>
-bool parse_int(std::string_view text, Int* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
 
 class EtcdRegistry final : public WorkerRegistry {
  public:
@@ -142,7 +136,7 @@ Status EtcdRegistry::check_slot(uint64_t slot) const {
 
 Result<int64_t> EtcdRegistry::lease_id(const Lease& lease) const {
   int64_t id = 0;
-  if (!parse_int(lease.token, &id) || id == 0) {
+  if (!text::parse_int(lease.token, &id) || id == 0) {
     return Status::InvalidArgument(
         fmt::format("'{}' is not an etcd lease id (a lease from another registry?)", lease.token));
   }
@@ -150,14 +144,14 @@ Result<int64_t> EtcdRegistry::lease_id(const Lease& lease) const {
 }
 
 bool EtcdRegistry::slot_of(std::string_view key, std::string_view prefix, uint64_t* slot) const {
-  if (key.substr(0, prefix.size()) != prefix) return false;
-  return parse_int(key.substr(prefix.size()), slot) && *slot < options_.space.slots();
+  if (!key.starts_with(prefix)) return false;
+  return text::parse_int(key.substr(prefix.size()), slot) && *slot < options_.space.slots();
 }
 
 Result<int64_t> EtcdRegistry::read_mark(uint64_t slot, const std::vector<EtcdKeyValue>& kvs) const {
   if (kvs.empty()) return int64_t{0};
   int64_t mark = 0;
-  if (!parse_int(kvs.front().value, &mark) || mark < 0) {
+  if (!text::parse_int(kvs.front().value, &mark) || mark < 0) {
     // Guessing low could repeat IDs.
     return Status::IoError(fmt::format("{}: {} holds '{}', not a time in Unix ms (edited by hand?)",
                                        described_, hw_key(slot), kvs.front().value.substr(0, 64)));
@@ -167,12 +161,11 @@ Result<int64_t> EtcdRegistry::read_mark(uint64_t slot, const std::vector<EtcdKey
 
 Result<std::vector<uint64_t>> EtcdRegistry::taken_slots() {
   const std::string prefix = workers_prefix();
-  Result<std::vector<EtcdKeyValue>> kvs =
-      client_->range(prefix, prefix_range_end(prefix), /*keys_only=*/true);
-  if (!kvs.ok()) return kvs.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs,
+                           client_->range(prefix, prefix_range_end(prefix), /*keys_only=*/true));
   std::vector<uint64_t> taken;
-  taken.reserve(kvs->size());
-  for (const EtcdKeyValue& kv : *kvs) {
+  taken.reserve(kvs.size());
+  for (const EtcdKeyValue& kv : kvs) {
     uint64_t slot = 0;
     if (slot_of(kv.key, prefix, &slot)) taken.push_back(slot);
   }
@@ -183,40 +176,38 @@ Result<std::vector<uint64_t>> EtcdRegistry::taken_slots() {
 Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, int64_t lease,
                                     Lease* out) {
   const std::string worker = worker_key(slot);
-  Result<EtcdTxnResult> got = client_->txn(
-      {txn::create_revision_is(worker, 0)},
-      {txn::put(worker, identity, lease), txn::put(identity_key(identity), std::to_string(slot)),
-       txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
-      {txn::get(worker)}, EtcdRepeat::kSafe);
-  if (!got.ok()) return got.status();
+  IDFORGE_ASSIGN_OR_RETURN(EtcdTxnResult got,
+                           client_->txn({txn::create_revision_is(worker, 0)},
+                                        {txn::put(worker, identity, lease),
+                                         txn::put(identity_key(identity), std::to_string(slot)),
+                                         txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
+                                        {txn::get(worker)}, EtcdRepeat::kSafe));
   std::vector<EtcdKeyValue> mark_kvs;
   std::vector<EtcdKeyValue> layout_kvs;
-  if (got->succeeded) {
-    if (got->ranges.size() != 4) return Status::IoError(described_ + ": unexpected txn answer");
-    mark_kvs = std::move(got->ranges[2]);
-    layout_kvs = std::move(got->ranges[3]);
+  if (got.succeeded) {
+    if (got.ranges.size() != 4) return Status::IoError(described_ + ": unexpected txn answer");
+    mark_kvs = std::move(got.ranges[2]);
+    layout_kvs = std::move(got.ranges[3]);
   } else {
     // Ours already when the client sent this transaction twice (its first answer lost
     // with a dropped connection); then the identity and mark steps are still to do.
-    if (got->ranges.size() != 1 || got->ranges[0].empty() || got->ranges[0][0].lease != lease) {
+    if (got.ranges.size() != 1 || got.ranges[0].empty() || got.ranges[0][0].lease != lease) {
       return false;
     }
-    Result<EtcdTxnResult> rest =
-        client_->txn({},
-                     {txn::put(identity_key(identity), std::to_string(slot)),
-                      txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
-                     {}, EtcdRepeat::kSafe);
-    if (!rest.ok()) return rest.status();
-    if (rest->ranges.size() != 3) return Status::IoError(described_ + ": unexpected txn answer");
-    mark_kvs = std::move(rest->ranges[1]);
-    layout_kvs = std::move(rest->ranges[2]);
+    IDFORGE_ASSIGN_OR_RETURN(EtcdTxnResult rest,
+                             client_->txn({},
+                                          {txn::put(identity_key(identity), std::to_string(slot)),
+                                           txn::get(hw_key(slot)), txn::get(hw_layout_key(slot))},
+                                          {}, EtcdRepeat::kSafe));
+    if (rest.ranges.size() != 3) return Status::IoError(described_ + ": unexpected txn answer");
+    mark_kvs = std::move(rest.ranges[1]);
+    layout_kvs = std::move(rest.ranges[2]);
   }
-  Result<int64_t> mark = read_mark(slot, mark_kvs);
-  if (!mark.ok()) return mark.status();
+  IDFORGE_ASSIGN_OR_RETURN(int64_t mark, read_mark(slot, mark_kvs));
   out->slot = slot;
   out->datacenter = options_.space.datacenter_of(slot);
   out->worker = options_.space.worker_of(slot);
-  out->high_water_ms = *mark;
+  out->high_water_ms = mark;
   out->high_water_layout = layout_kvs.empty() ? std::string() : layout_kvs.front().value;
   return true;
 }
@@ -224,16 +215,15 @@ Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, 
 Result<Lease> EtcdRegistry::acquire(const std::string& identity) {
   if (identity.empty()) return Status::InvalidArgument("the worker identity is empty");
   const int64_t ttl_s = std::max<int64_t>(1, (options_.ttl_ms + 999) / 1000);
-  Result<EtcdLeaseGrant> grant = client_->lease_grant(ttl_s);
-  if (!grant.ok()) return grant.status();
+  IDFORGE_ASSIGN_OR_RETURN(EtcdLeaseGrant grant, client_->lease_grant(ttl_s));
   Lease lease;
-  lease.ttl_ms = grant->ttl_s * 1000;
+  lease.ttl_ms = grant.ttl_s * 1000;
   lease.start_delay_ms = 0;  // see the top of this file
-  lease.token = std::to_string(grant->id);
+  lease.token = std::to_string(grant.id);
 
   // Every way out but success gives the lease back, which frees anything it holds.
   const auto give_back = [&](Status why) {
-    client_->lease_revoke(grant->id).ignore_error();
+    client_->lease_revoke(grant.id).ignore_error();
     return why;
   };
 
@@ -247,10 +237,10 @@ Result<Lease> EtcdRegistry::acquire(const std::string& identity) {
   if (!previous.ok()) return give_back(previous.status());
   uint64_t previous_slot = 0;
   const bool has_previous = !previous->empty() &&
-                            parse_int(previous->front().value, &previous_slot) &&
+                            text::parse_int(previous->front().value, &previous_slot) &&
                             previous_slot < options_.space.slots() && !is_taken(previous_slot);
   if (has_previous) {
-    Result<bool> got = try_take(previous_slot, identity, grant->id, &lease);
+    Result<bool> got = try_take(previous_slot, identity, grant.id, &lease);
     if (!got.ok()) return give_back(got.status());
     if (*got) return lease;
   }
@@ -267,7 +257,7 @@ Result<Lease> EtcdRegistry::acquire(const std::string& identity) {
           (has_previous && slot == previous_slot)) {
         continue;
       }
-      Result<bool> got = try_take(slot, identity, grant->id, &lease);
+      Result<bool> got = try_take(slot, identity, grant.id, &lease);
       if (!got.ok()) return give_back(got.status());
       if (*got) return lease;
     }
@@ -285,9 +275,8 @@ Status EtcdRegistry::lost(uint64_t slot, const std::vector<EtcdKeyValue>& worker
 
 Status EtcdRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
-  Result<int64_t> id = lease_id(lease);
-  if (!id.ok()) return id.status();
-  Result<int64_t> ttl = client_->lease_keep_alive(*id);
+  IDFORGE_ASSIGN_OR_RETURN(int64_t id, lease_id(lease));
+  Result<int64_t> ttl = client_->lease_keep_alive(id);
   if (!ttl.ok()) {
     return Status(ttl.status().code(), fmt::format("renewing the lease on slot {}: {}", lease.slot,
                                                    ttl.status().message()));
@@ -298,36 +287,32 @@ Status EtcdRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   const std::string mark_key = hw_key(lease.slot);
   const std::string layout_key = hw_layout_key(lease.slot);
   for (int attempt = 0; attempt < kMarkAttempts; ++attempt) {
-    Result<std::vector<EtcdKeyValue>> old = client_->range(mark_key);
-    if (!old.ok()) return old.status();
-    Result<int64_t> old_mark = read_mark(lease.slot, *old);
-    if (!old_mark.ok()) return old_mark.status();
-    Result<std::vector<EtcdKeyValue>> old_layout = client_->range(layout_key);
-    if (!old_layout.ok()) return old_layout.status();
+    IDFORGE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> old, client_->range(mark_key));
+    IDFORGE_ASSIGN_OR_RETURN(int64_t old_mark, read_mark(lease.slot, old));
+    IDFORGE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> old_layout, client_->range(layout_key));
     const bool relayout =
         !lease.high_water_layout.empty() &&
-        (old_layout->empty() || old_layout->front().value != lease.high_water_layout);
-    const bool raise = high_water_ms > *old_mark;
+        (old_layout.empty() || old_layout.front().value != lease.high_water_layout);
+    const bool raise = high_water_ms > old_mark;
     // The mark moves only while the worker key is this lease's, and only from the value
     // just read: never down, never by a holder that lost the slot. The layout is the
     // writer's and goes with it.
-    std::vector<nlohmann::json> compares = {txn::lease_is(worker, *id)};
+    std::vector<nlohmann::json> compares = {txn::lease_is(worker, id)};
     std::vector<nlohmann::json> success;
     if (raise || relayout) {
       compares.push_back(
-          txn::mod_revision_is(mark_key, old->empty() ? 0 : old->front().mod_revision));
-      success.push_back(txn::put(mark_key, std::to_string(std::max(high_water_ms, *old_mark))));
+          txn::mod_revision_is(mark_key, old.empty() ? 0 : old.front().mod_revision));
+      success.push_back(txn::put(mark_key, std::to_string(std::max(high_water_ms, old_mark))));
       if (!lease.high_water_layout.empty()) {
         success.push_back(txn::put(layout_key, lease.high_water_layout));
       }
     }
-    Result<EtcdTxnResult> got =
-        client_->txn(compares, success, {txn::get(worker)}, EtcdRepeat::kSafe);
-    if (!got.ok()) return got.status();
-    if (got->succeeded) return Status::Ok();
-    if (got->ranges.size() != 1) return Status::IoError(described_ + ": unexpected txn answer");
-    const std::vector<EtcdKeyValue>& holder = got->ranges[0];
-    if (holder.empty() || holder.front().lease != *id) return lost(lease.slot, holder);
+    IDFORGE_ASSIGN_OR_RETURN(
+        EtcdTxnResult got, client_->txn(compares, success, {txn::get(worker)}, EtcdRepeat::kSafe));
+    if (got.succeeded) return Status::Ok();
+    if (got.ranges.size() != 1) return Status::IoError(described_ + ": unexpected txn answer");
+    const std::vector<EtcdKeyValue>& holder = got.ranges[0];
+    if (holder.empty() || holder.front().lease != id) return lost(lease.slot, holder);
   }
   return Status::Internal(
       fmt::format("{}: {} keeps changing under its holder; is another process writing it?",
@@ -336,33 +321,32 @@ Status EtcdRegistry::renew(const Lease& lease, int64_t high_water_ms) {
 
 Status EtcdRegistry::release(const Lease& lease) {
   IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
-  Result<int64_t> id = lease_id(lease);
-  if (!id.ok()) return id.status();
+  IDFORGE_ASSIGN_OR_RETURN(int64_t id, lease_id(lease));
   // Revoking deletes only the keys attached to this lease: if the slot went to someone
   // else meanwhile, their key stays.
-  Status revoked = client_->lease_revoke(*id);
+  Status revoked = client_->lease_revoke(id);
   if (revoked.code() == StatusCode::kNotFound) return Status::Ok();  // expired already
   return revoked;
 }
 
 Result<std::vector<SlotStatus>> EtcdRegistry::status() {
   const std::string workers = workers_prefix();
-  Result<std::vector<EtcdKeyValue>> held = client_->range(workers, prefix_range_end(workers));
-  if (!held.ok()) return held.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> held,
+                           client_->range(workers, prefix_range_end(workers)));
   const std::string marks_prefix = hw_prefix();
-  Result<std::vector<EtcdKeyValue>> marks =
-      client_->range(marks_prefix, prefix_range_end(marks_prefix));
-  if (!marks.ok()) return marks.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> marks,
+                           client_->range(marks_prefix, prefix_range_end(marks_prefix)));
   std::map<uint64_t, int64_t> mark_of;
-  for (const EtcdKeyValue& kv : *marks) {
+  for (const EtcdKeyValue& kv : marks) {
     uint64_t slot = 0;
     int64_t mark = 0;
-    if (slot_of(kv.key, marks_prefix, &slot) && parse_int(kv.value, &mark)) mark_of[slot] = mark;
+    if (slot_of(kv.key, marks_prefix, &slot) && text::parse_int(kv.value, &mark))
+      mark_of[slot] = mark;
   }
 
   std::map<int64_t, int64_t> ttl_of;  // lease id -> seconds left, asked once per lease
   std::vector<SlotStatus> out;
-  for (const EtcdKeyValue& kv : *held) {
+  for (const EtcdKeyValue& kv : held) {
     SlotStatus s;
     if (!slot_of(kv.key, workers, &s.slot)) continue;
     s.holder = kv.value;
@@ -370,9 +354,8 @@ Result<std::vector<SlotStatus>> EtcdRegistry::status() {
     if (kv.lease != 0) {
       auto it = ttl_of.find(kv.lease);
       if (it == ttl_of.end()) {
-        Result<int64_t> ttl = client_->lease_time_to_live(kv.lease);
-        if (!ttl.ok()) return ttl.status();
-        it = ttl_of.emplace(kv.lease, *ttl).first;
+        IDFORGE_ASSIGN_OR_RETURN(int64_t ttl, client_->lease_time_to_live(kv.lease));
+        it = ttl_of.emplace(kv.lease, ttl).first;
       }
       if (it->second < 0) continue;  // expired since the range read: free now
       s.expires_in_ms = it->second * 1000;
@@ -386,9 +369,8 @@ Result<std::vector<SlotStatus>> EtcdRegistry::status() {
 
 Status EtcdRegistry::force_release(uint64_t slot) {
   IDFORGE_RETURN_IF_ERROR(check_slot(slot));
-  Result<int64_t> deleted = client_->delete_key(worker_key(slot));
-  if (!deleted.ok()) return deleted.status();
-  if (*deleted == 0) {
+  IDFORGE_ASSIGN_OR_RETURN(int64_t deleted, client_->delete_key(worker_key(slot)));
+  if (deleted == 0) {
     return Status::NotFound(fmt::format("slot {} is not taken in {}", slot, described_));
   }
   return Status::Ok();
@@ -421,9 +403,8 @@ Result<std::unique_ptr<WorkerRegistry>> open_etcd_registry(std::string_view targ
       std::clamp<int64_t>(timeouts.request_ms / 2, kMinConnectTimeoutMs, kMaxConnectTimeoutMs));
   timeouts.call_ms = static_cast<int>(std::max<int64_t>(ttl_ms / 2, timeouts.request_ms));
   timeouts.backoff_ms = kMemberBackoffMs;
-  Result<std::unique_ptr<EtcdClient>> client = EtcdClient::open(target, timeouts);
-  if (!client.ok()) return client.status();
-  auto registry = std::make_unique<EtcdRegistry>(std::move(client).value(), options);
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client, EtcdClient::open(target, timeouts));
+  auto registry = std::make_unique<EtcdRegistry>(std::move(client), options);
   IDFORGE_RETURN_IF_ERROR(registry->open());
   return std::unique_ptr<WorkerRegistry>(std::move(registry));
 }

@@ -1,10 +1,10 @@
-// The etcd WorkerRegistry. See idforge/worker_registry.h for the contract.
+// The etcd WorkerRegistry. See core/worker_registry.h for the contract.
 #pragma once
 
 #include <memory>
 #include <string_view>
 
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 
 namespace idforge::coord {
 

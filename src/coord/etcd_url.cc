@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
-#include <cctype>
 #include <charconv>
 #include <utility>
+
+#include "core/text.h"
 
 namespace idforge::coord {
 namespace {
@@ -41,11 +42,9 @@ bool parse_member(std::string_view entry, EtcdMember* member, std::string* why) 
     // not digits and dots alone, which the resolver would read as an address in some
     // other spelling (10.0.0.01), so a member named twice would go unnoticed.
     const auto in_name = [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+      return text::is_alnum(c) || c == '-' || c == '.' || c == '_';
     };
-    const auto in_number = [](char c) {
-      return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
-    };
+    const auto in_number = [](char c) { return text::is_digit(c) || c == '.'; };
     const bool name = !bracketed && std::all_of(host.begin(), host.end(), in_name) &&
                       !std::all_of(host.begin(), host.end(), in_number);
     if (!name) {
@@ -72,9 +71,7 @@ bool parse_member(std::string_view entry, EtcdMember* member, std::string* why) 
 std::string member_key(const EtcdMember& member) {
   ErrorCode ec;
   const auto address = boost::asio::ip::make_address(member.host, ec);
-  std::string host = ec ? member.host : address.to_string();
-  std::transform(host.begin(), host.end(), host.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string host = text::ascii_lower(ec ? member.host : address.to_string());
   return host + " " + member.port;
 }
 
@@ -86,7 +83,7 @@ Result<std::vector<EtcdMember>> parse_etcd_target(std::string_view target) {
     return Status::InvalidArgument(
         fmt::format("invalid etcd address '{}': {} (use {})", target, why, kEtcdTargetForm));
   };
-  if (target.substr(0, kScheme.size()) != kScheme) return bad("it does not start with etcd://");
+  if (!target.starts_with(kScheme)) return bad("it does not start with etcd://");
   std::string_view rest = target.substr(kScheme.size());
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   if (rest.find('/') != std::string_view::npos) return bad("it has a path");

@@ -9,14 +9,14 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace idforge::coord {
 namespace {
 
 constexpr std::string_view kLayoutPrefix = "layout ";
 // A mark with the longest layout is well under this; more is not our file.
 constexpr size_t kMaxFileBytes = 4096;
-
-std::string errno_text() { return std::strerror(errno); }
 
 std::string dir_of(const std::string& path) {
   auto slash = path.rfind('/');
@@ -30,7 +30,7 @@ Status write_all(int fd, std::string_view data, const std::string& path) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::IoError(fmt::format("write {}: {}", path, errno_text()));
+      return Status::IoError(fmt::format("write {}: {}", path, text::errno_text()));
     }
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -52,9 +52,8 @@ FileHighWaterStore::FileHighWaterStore(std::string path, SyncFn sync)
     : path_(std::move(path)), sync_(sync != nullptr ? sync : &::fsync) {}
 
 Result<int64_t> FileHighWaterStore::load() {
-  Result<HighWaterMark> mark = load_mark();
-  if (!mark.ok()) return mark.status();
-  return mark->unix_ms;
+  IDFORGE_ASSIGN_OR_RETURN(HighWaterMark mark, load_mark());
+  return mark.unix_ms;
 }
 
 Status FileHighWaterStore::store(int64_t unix_ms) { return store_mark({unix_ms, {}}); }
@@ -64,7 +63,7 @@ Result<HighWaterMark> FileHighWaterStore::load_mark() {
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return HighWaterMark{};
-    return Status::IoError(fmt::format("open {}: {}", path_, errno_text()));
+    return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
   }
   std::string buf(kMaxFileBytes + 1, '\0');
   size_t got = 0;
@@ -118,23 +117,24 @@ Status FileHighWaterStore::store_mark(const HighWaterMark& mark) {
   std::lock_guard lock(mu_);
   std::string tmp = path_ + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, errno_text()));
+  if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, text::errno_text()));
   const std::string text =
       mark.layout.empty() ? fmt::format("{}\n", mark.unix_ms)
                           : fmt::format("{}\n{}{}\n", mark.unix_ms, kLayoutPrefix, mark.layout);
   Status st = write_all(fd, text, tmp);
   if (st.ok() && sync_(fd) != 0)
-    st = Status::IoError(fmt::format("fsync {}: {}", tmp, errno_text()));
+    st = Status::IoError(fmt::format("fsync {}: {}", tmp, text::errno_text()));
   ::close(fd);
   if (!st.ok()) return st;
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return Status::IoError(fmt::format("rename {} -> {}: {}", tmp, path_, errno_text()));
+    return Status::IoError(fmt::format("rename {} -> {}: {}", tmp, path_, text::errno_text()));
   }
   // The rename is durable only once the directory entry is: a directory we cannot open
   // or sync leaves the new mark possibly undone by a crash, so that is an error too.
   const std::string dir = dir_of(path_);
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::IoError(fmt::format("open directory {}: {}", dir, errno_text()));
+  if (dfd < 0)
+    return Status::IoError(fmt::format("open directory {}: {}", dir, text::errno_text()));
   int rc = sync_(dfd);
   const int saved = errno;
   ::close(dfd);

@@ -9,6 +9,7 @@
 
 #include "coord/redis_registry.h"
 #include "coord/registry_factory.h"
+#include "core/snowflake_mark.h"
 
 namespace idforge::coord {
 namespace {
@@ -75,10 +76,11 @@ constexpr int64_t kRideOutRenewEveryMs = 1'000;
 
 // Keeps the mark the whole fence window ahead (see MarkReserve::kRideOutOutages): IDs
 // go on for as long as the lease does, whether or not the coordinator answers.
-void reserve_for_outages(int64_t fence_after_ms, SnowflakeOptions& options) {
+void reserve_for_outages(int64_t fence_after_ms, SnowflakeOptions& options,
+                         SnowflakeInternals& internals) {
   if (fence_after_ms <= options.reserve_ms) return;
   options.reserve_ms = fence_after_ms;
-  options.renew_below_ms =
+  internals.renew_below_ms =
       std::max<int64_t>(fence_after_ms - kRideOutRenewEveryMs, fence_after_ms / 2);
   // A restart after a crash finds the mark up to reserve_ms ahead of its clock.
   options.max_startup_wait_ms =
@@ -87,8 +89,8 @@ void reserve_for_outages(int64_t fence_after_ms, SnowflakeOptions& options) {
 
 }  // namespace
 
-Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options,
-                                                      MarkReserve reserve) {
+Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options, MarkReserve reserve,
+                                                      SnowflakeInternals internals) {
   if (!opened_.mark_layout.empty() && mark_layout_key(options.layout) != opened_.mark_layout) {
     return Status::InvalidArgument(
         fmt::format("the generator's layout {} is not the one the worker registry was opened "
@@ -97,12 +99,13 @@ Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options,
   }
   IDFORGE_RETURN_IF_ERROR(make_room_for_drift(*keeper_, *opened_.registry, options));
   if (reserve == MarkReserve::kRideOutOutages && opened_.leases_expire) {
-    reserve_for_outages(keeper_->fence_after_ms(), options);
+    reserve_for_outages(keeper_->fence_after_ms(), options, internals);
   }
   reserve_ms_ = options.reserve_ms;
   options.nodes = lease_node_values(opened_.fields, keeper_->lease());
   options.high_water = &keeper_->high_water();
-  Result<std::unique_ptr<SnowflakeGenerator>> made = SnowflakeGenerator::create(std::move(options));
+  Result<std::unique_ptr<SnowflakeGenerator>> made =
+      create_snowflake_generator(std::move(options), std::move(internals));
   if (!made.ok()) return made.status();
   generator_ = std::move(made).value();
   keeper_->attach(generator_.get());

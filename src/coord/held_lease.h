@@ -7,10 +7,11 @@
 #include <string>
 
 #include "coord/lease_keeper.h"
+#include "core/snowflake_impl.h"
+#include "core/worker_registry.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/status.h"
-#include "idforge/worker_registry.h"
 
 namespace idforge::coord {
 
@@ -26,7 +27,7 @@ struct OpenedRegistry {
 };
 
 // How a generator keeps its time mark stored ahead (SnowflakeOptions::reserve_ms,
-// renew_below_ms, max_startup_wait_ms).
+// max_startup_wait_ms, SnowflakeInternals::renew_below_ms).
 enum class MarkReserve {
   // The generator's defaults: a second ahead. A restart waits at most that for the clock.
   kShort,
@@ -59,8 +60,11 @@ class HeldLease {
   // command has nothing better to do. InvalidArgument for a generator of another
   // layout than the registry was opened for, and for a lease whose safety rests on its
   // start delay (Redis) with a ttl_ms too short for the generator's max_drift_ms.
+  // `internals` are the server's knobs (store_on_next, reservation_wanted); `reserve`
+  // may set its renew_below_ms.
   Result<SnowflakeGenerator*> make_generator(SnowflakeOptions options,
-                                             MarkReserve reserve = MarkReserve::kShort);
+                                             MarkReserve reserve = MarkReserve::kShort,
+                                             SnowflakeInternals internals = {});
   // The reserve_ms the generator was made with (0 before make_generator).
   int64_t reserve_ms() const { return reserve_ms_; }
   // Fences the generator, stores its last mark, releases the lease.

@@ -38,10 +38,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/worker_registry.h"
 #include "idforge/high_water.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
-#include "idforge/worker_registry.h"
 
 namespace idforge::coord {
 

@@ -13,6 +13,7 @@
 
 #include "coord/file_high_water.h"
 #include "coord/slot_file_registry.h"
+#include "core/text.h"
 
 namespace idforge::coord {
 namespace {
@@ -28,8 +29,7 @@ constexpr size_t kMaxEscapedIdentity = 200;
 std::string escape_identity(const std::string& identity) {
   std::string out;
   for (unsigned char c : identity) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '-' || c == '_' || (c == '.' && !out.empty());
+    const bool plain = text::is_alnum(c) || c == '-' || c == '_' || (c == '.' && !out.empty());
     if (plain) {
       out += static_cast<char>(c);
     } else {
@@ -63,16 +63,14 @@ class LocalRegistry final : public SlotFileRegistry {
 
     std::unique_ptr<Lease> lease;
     if (has_preferred) {
-      Result<std::unique_ptr<Lease>> took =
-          try_take(preferred, identity, kPreferredAttempts, nullptr);
-      if (!took.ok()) return took.status();
-      lease = std::move(took).value();
+      IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<Lease> took,
+                               try_take(preferred, identity, kPreferredAttempts, nullptr));
+      lease = std::move(took);
     }
     for (uint64_t slot = 0; lease == nullptr && slot < slots; ++slot) {
       if (has_preferred && slot == preferred) continue;
-      Result<std::unique_ptr<Lease>> took = try_take(slot, identity, 1, nullptr);
-      if (!took.ok()) return took.status();
-      lease = std::move(took).value();
+      IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<Lease> took, try_take(slot, identity, 1, nullptr));
+      lease = std::move(took);
     }
     if (lease == nullptr) return all_slots_taken(options().space, options().layout_name);
 

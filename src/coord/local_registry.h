@@ -1,10 +1,10 @@
-// The local (lock files) WorkerRegistry. See idforge/worker_registry.h for the contract.
+// The local (lock files) WorkerRegistry. See core/worker_registry.h for the contract.
 #pragma once
 
 #include <memory>
 #include <string_view>
 
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 
 namespace idforge::coord {
 

@@ -9,11 +9,10 @@
 //   idforge:C:quarantine         set when that history changed; PX 2 x ttl
 //
 // acquire, renew and release are one Lua script each, so no other client's command
-// falls between a check and the write that depends on it. Unlike the seed's GET/INCR/SET
-// machine-id script there is no counter: acquire looks for a free slot in
-// [0, 2^(datacenter+worker bits)), so it can never hand out a number past the field's
-// maximum (where the seed's counter wrapped onto live ids), and an expired or released
-// slot is free again (the seed never freed one).
+// falls between a check and the write that depends on it. There is no counter (a
+// GET/INCR/SET machine-id counter wraps onto live ids and never frees one): acquire looks
+// for a free slot in [0, 2^(datacenter+worker bits)), so it can never hand out a number
+// past the field's maximum, and an expired or released slot is free again.
 //
 // Cost: acquire tries the identity's previous slot, then slots from 0 up, and stops at
 // the first free one. Leases cluster at the low end, so that is O(live holders), not
@@ -61,7 +60,6 @@
 #include <hiredis.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -70,8 +68,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/random.h"
+#include "core/text.h"
 #include "core/thread_annotations.h"
-#include "idforge/random.h"
 #include "store/redis_connection.h"
 #include "store/store_options.h"
 
@@ -169,12 +168,6 @@ return {1, ''}
 
 enum Script : size_t { kAcquire, kRenew, kRelease, kScriptCount };
 constexpr const char* kScripts[kScriptCount] = {kAcquireLua, kRenewLua, kReleaseLua};
-
-template <typename Int>
-bool parse_int(std::string_view text, Int* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
 
 std::string random_hex(int bytes) {
   std::vector<uint8_t> raw(static_cast<size_t>(bytes));
@@ -300,10 +293,10 @@ void RedisRegistry::tell_once(const std::string& key, const std::string& line) {
 
 Status RedisRegistry::wait_for_replicas(RedisConnection& c, const std::string& what) {
   if (writes_.min_replicas == 0) return Status::Ok();
-  Result<RedisReplyPtr> got = c.command(
-      {"WAIT", std::to_string(writes_.min_replicas), std::to_string(writes_.replica_wait_ms)});
-  if (!got.ok()) return got.status();
-  const redisReply* r = got->get();
+  IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got,
+                           c.command({"WAIT", std::to_string(writes_.min_replicas),
+                                      std::to_string(writes_.replica_wait_ms)}));
+  const redisReply* r = got.get();
   if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "waiting for replicas");
   if (r->type != REDIS_REPLY_INTEGER) return unexpected("waiting for replicas");
   if (r->integer >= static_cast<long long>(writes_.min_replicas)) {
@@ -330,9 +323,8 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
                                          std::to_string(options_.space.slots()),
                                          std::to_string(kQuarantineTtls * options_.ttl_ms)};
   return client_.with_connection([&](RedisConnection& c) -> Result<Lease> {
-    Result<RedisReplyPtr> got = c.eval(kAcquire, {}, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kAcquire, {}, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "acquiring a worker slot");
     if (r->type == REDIS_REPLY_NIL) return all_slots_taken(options_.space, options_.layout_name);
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
@@ -345,7 +337,8 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
     }
     Lease lease;
     lease.slot = static_cast<uint64_t>(r->element[0]->integer);
-    if (!parse_int(reply_text(r->element[1]), &lease.high_water_ms) || lease.high_water_ms < 0) {
+    if (!text::parse_int(reply_text(r->element[1]), &lease.high_water_ms) ||
+        lease.high_water_ms < 0) {
       // Guessing low could repeat IDs; the slot stays taken until its TTL runs out.
       return Status::IoError(
           fmt::format("{}: {} holds '{}', not a time in Unix ms (edited by hand?)", described_,
@@ -381,9 +374,8 @@ Status RedisRegistry::renew(const Lease& lease, int64_t high_water_ms) {
                                          std::to_string(std::max<int64_t>(high_water_ms, 0)),
                                          lease.high_water_layout};
   return client_.with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> got = c.eval(kRenew, keys, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kRenew, keys, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) {
       if (reply_text(r).starts_with("IDFORGE_BADHW")) {
         return Status::IoError(
@@ -411,9 +403,8 @@ Status RedisRegistry::release(const Lease& lease) {
   const std::vector<std::string> keys = {worker_key(lease.slot)};
   const std::vector<std::string> args = {lease.token};
   return client_.with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> got = c.eval(kRelease, keys, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kRelease, keys, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) {
       return reply_error(r, fmt::format("releasing slot {}", lease.slot));
     }
@@ -435,10 +426,9 @@ Result<std::vector<SlotStatus>> RedisRegistry::status() {
     std::vector<uint64_t> slots;
     std::string cursor = "0";
     do {
-      Result<RedisReplyPtr> got =
-          c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(kScanCount)});
-      if (!got.ok()) return got.status();
-      const redisReply* r = got->get();
+      IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.command({"SCAN", cursor, "MATCH", pattern,
+                                                             "COUNT", std::to_string(kScanCount)}));
+      const redisReply* r = got.get();
       if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "listing worker slots");
       if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
           r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -451,7 +441,7 @@ Result<std::vector<SlotStatus>> RedisRegistry::status() {
         const std::string_view key = reply_text(keys->element[i]);
         uint64_t slot = 0;
         // Keys of a longer cluster name that starts like ours ("C:worker:x:...") are not ours.
-        if (parse_int(key.substr(worker_prefix.size()), &slot)) slots.push_back(slot);
+        if (text::parse_int(key.substr(worker_prefix.size()), &slot)) slots.push_back(slot);
       }
     } while (cursor != "0");
     // SCAN may return a key twice.
@@ -465,14 +455,13 @@ Result<std::vector<SlotStatus>> RedisRegistry::status() {
       reads.push_back({"PTTL", worker_key(slot)});
       reads.push_back({"GET", hw_key(slot)});
     }
-    Result<std::vector<RedisReplyPtr>> replies = c.pipeline(reads);
-    if (!replies.ok()) return replies.status();
+    IDFORGE_ASSIGN_OR_RETURN(std::vector<RedisReplyPtr> replies, c.pipeline(reads));
     std::vector<SlotStatus> out;
     out.reserve(slots.size());
     for (size_t i = 0; i < slots.size(); ++i) {
-      const redisReply* token = (*replies)[3 * i].get();
-      const redisReply* pttl = (*replies)[3 * i + 1].get();
-      const redisReply* mark = (*replies)[3 * i + 2].get();
+      const redisReply* token = replies[3 * i].get();
+      const redisReply* pttl = replies[3 * i + 1].get();
+      const redisReply* mark = replies[3 * i + 2].get();
       for (const redisReply* r : {token, pttl, mark}) {
         if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "reading worker slots");
       }
@@ -481,7 +470,8 @@ Result<std::vector<SlotStatus>> RedisRegistry::status() {
       SlotStatus s;
       s.slot = slots[i];
       s.holder = holder_of(reply_text(token));
-      if (mark->type == REDIS_REPLY_STRING && !parse_int(reply_text(mark), &s.high_water_ms)) {
+      if (mark->type == REDIS_REPLY_STRING &&
+          !text::parse_int(reply_text(mark), &s.high_water_ms)) {
         s.high_water_ms = 0;
       }
       // PTTL: -1 for a key without expiry (set by hand), -2 for one gone meanwhile.
@@ -498,9 +488,8 @@ Result<std::vector<SlotStatus>> RedisRegistry::status() {
 Status RedisRegistry::force_release(uint64_t slot) {
   IDFORGE_RETURN_IF_ERROR(check_slot(slot));
   return client_.with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> got = c.command({"DEL", worker_key(slot)});
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.command({"DEL", worker_key(slot)}));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) return reply_error(r, fmt::format("freeing slot {}", slot));
     if (r->type != REDIS_REPLY_INTEGER) return unexpected("freeing a slot");
     if (r->integer == 0) {
@@ -524,7 +513,7 @@ Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
   out.rest = std::move(taken->rest);
   auto number = [](const std::string& key, const std::string& value, uint32_t max,
                    uint32_t* n) -> Status {
-    if (!parse_int(value, n) || *n > max) {
+    if (!text::parse_int(value, n) || *n > max) {
       return Status::InvalidArgument(
           fmt::format("redis registry URL option {} must be a whole number from 0 to {}, got '{}'",
                       key, max, value));
@@ -550,8 +539,7 @@ Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
 Result<std::unique_ptr<WorkerRegistry>> open_redis_registry(std::string_view target,
                                                             const RegistryOptions& options,
                                                             const RedisLeaseWrites& writes) {
-  Result<store::RedisTarget> parsed = store::parse_redis_url(target, "registry");
-  if (!parsed.ok()) return parsed.status();
+  IDFORGE_ASSIGN_OR_RETURN(store::RedisTarget parsed, store::parse_redis_url(target, "registry"));
   const int bits = options.space.datacenter_bits + options.space.worker_bits;
   if (options.space.datacenter_bits < 0 || options.space.worker_bits < 0 || bits > kMaxSlotBits) {
     return Status::InvalidArgument(
@@ -577,8 +565,7 @@ Result<std::unique_ptr<WorkerRegistry>> open_redis_registry(std::string_view tar
         "follows the TTL (ttl_ms {}: {} ms), got {}",
         options.ttl_ms, timeouts.command_ms, checked.replica_wait_ms));
   }
-  auto registry =
-      std::make_unique<RedisRegistry>(std::move(parsed).value(), options, timeouts, checked);
+  auto registry = std::make_unique<RedisRegistry>(std::move(parsed), options, timeouts, checked);
   IDFORGE_RETURN_IF_ERROR(registry->open());
   return std::unique_ptr<WorkerRegistry>(std::move(registry));
 }

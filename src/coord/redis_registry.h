@@ -1,4 +1,4 @@
-// The Redis WorkerRegistry. See idforge/worker_registry.h for the contract.
+// The Redis WorkerRegistry. See core/worker_registry.h for the contract.
 #pragma once
 
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 
 namespace idforge::coord {
 

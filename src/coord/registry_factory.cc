@@ -10,6 +10,7 @@
 #include "coord/redis_registry.h"
 #include "coord/static_registry.h"
 #include "coord/zookeeper_registry.h"
+#include "core/text.h"
 
 namespace idforge::coord {
 namespace {
@@ -28,10 +29,6 @@ constexpr const char* kForms =
 constexpr int64_t kMinTtlMs = 100;
 constexpr int64_t kMaxTtlMs = 86'400'000;
 constexpr size_t kMaxClusterLength = 64;
-
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
 
 // The URL as an error shows it: the password of a USER:PASSWORD@ becomes ***. The last
 // '@' before the query ends the credentials, whatever characters the password holds.
@@ -54,8 +51,7 @@ Status bad_url(std::string_view url, std::string_view why) {
 bool valid_cluster(std::string_view name) {
   if (name.empty() || name.size() > kMaxClusterLength) return false;
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
+    const bool ok = text::is_alnum(c) || c == '-' || c == '_' || c == '.';
     if (!ok) return false;
   }
   return name != "." && name != "..";  // it becomes a path segment in etcd and ZooKeeper
@@ -107,9 +103,8 @@ Result<std::unique_ptr<WorkerRegistry>> open_registry(std::string_view url,
   // Redis reads options of its own off the query (redis_registry.h); the rest are common.
   RedisRegistryUrl redis{std::string(url), {}};
   if (is_redis_registry_url(url)) {
-    Result<RedisRegistryUrl> taken = take_redis_registry_options(url);
-    if (!taken.ok()) return taken.status();
-    redis = std::move(taken).value();
+    IDFORGE_ASSIGN_OR_RETURN(RedisRegistryUrl taken, take_redis_registry_options(url));
+    redis = std::move(taken);
     url = redis.rest;
   }
   const size_t question = url.find('?');
@@ -129,11 +124,11 @@ Result<std::unique_ptr<WorkerRegistry>> open_registry(std::string_view url,
   if (target == "static") target = "static:";
   if (target == "local") target = "local:";
 
-  if (starts_with(target, "static:")) return open_static_registry(target, options);
-  if (starts_with(target, "local:")) return open_local_registry(target, options);
+  if (target.starts_with("static:")) return open_static_registry(target, options);
+  if (target.starts_with("local:")) return open_local_registry(target, options);
   if (is_redis_registry_url(target)) return open_redis_registry(target, options, redis.writes);
-  if (starts_with(target, "etcd://")) return open_etcd_registry(target, options);
-  if (starts_with(target, "zookeeper://")) return open_zookeeper_registry(target, options);
+  if (target.starts_with("etcd://")) return open_etcd_registry(target, options);
+  if (target.starts_with("zookeeper://")) return open_zookeeper_registry(target, options);
   if (target.empty()) return bad_url(url, "it is empty");
   return bad_url(url, "unknown kind");
 }

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string_view>
 
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 
 namespace idforge::coord {
 

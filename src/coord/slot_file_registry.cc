@@ -17,8 +17,8 @@ namespace {
 bool slot_of_lock_name(std::string_view name, uint64_t* slot) {
   constexpr std::string_view kPrefix = "worker-";
   constexpr std::string_view kSuffix = ".lock";
-  if (name.size() <= kPrefix.size() + kSuffix.size() || name.substr(0, kPrefix.size()) != kPrefix ||
-      name.substr(name.size() - kSuffix.size()) != kSuffix) {
+  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
+      !name.ends_with(kSuffix)) {
     return false;
   }
   const std::string_view digits =
@@ -33,10 +33,9 @@ Result<std::unique_ptr<Lease>> SlotFileRegistry::try_take(uint64_t slot,
                                                           const std::string& identity, int attempts,
                                                           SlotHolder* holder) {
   const std::string lock_path = slot_lock_path(dir_, slot);
-  Result<std::unique_ptr<SlotLock>> lock =
-      SlotLock::try_lock(lock_path, identity, attempts, holder);
-  if (!lock.ok()) return lock.status();
-  if (*lock == nullptr) return std::unique_ptr<Lease>();
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SlotLock> lock,
+                           SlotLock::try_lock(lock_path, identity, attempts, holder));
+  if (lock == nullptr) return std::unique_ptr<Lease>();
 
   auto mark = std::make_unique<FileHighWaterStore>(slot_mark_path(dir_, slot));
   Result<HighWaterMark> stored = mark->load_mark();
@@ -53,8 +52,7 @@ Result<std::unique_ptr<Lease>> SlotFileRegistry::try_take(uint64_t slot,
 
   std::lock_guard guard(mu_);
   lease->token = fmt::format("{}-{}-{}", ::getpid(), slot, next_token_++);
-  held_[lease->token] =
-      Held{std::move(lock).value(), std::move(mark), stored->unix_ms, stored->layout};
+  held_[lease->token] = Held{std::move(lock), std::move(mark), stored->unix_ms, stored->layout};
   return lease;
 }
 
@@ -105,9 +103,8 @@ Result<std::vector<SlotStatus>> SlotFileRegistry::status() {
     uint64_t slot = 0;
     if (!slot_of_lock_name(entry.path().filename().string(), &slot)) continue;
     SlotHolder holder;
-    Result<bool> held = slot_held(entry.path().string(), &holder);
-    if (!held.ok()) return held.status();
-    if (!*held) continue;
+    IDFORGE_ASSIGN_OR_RETURN(bool held, slot_held(entry.path().string(), &holder));
+    if (!held) continue;
     SlotStatus s;
     s.slot = slot;
     s.holder = holder.identity.empty() ? "unknown" : holder.identity;
@@ -139,9 +136,9 @@ Status SlotFileRegistry::force_release(uint64_t slot) {
     return Status::NotFound(fmt::format("worker slot {} is not taken (no {})", slot, path));
   }
   SlotHolder holder;
-  Result<std::unique_ptr<SlotLock>> lock = SlotLock::try_lock(path, "force-release", 1, &holder);
-  if (!lock.ok()) return lock.status();
-  if (*lock == nullptr) {
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SlotLock> lock,
+                           SlotLock::try_lock(path, "force-release", 1, &holder));
+  if (lock == nullptr) {
     return Status::Unavailable(fmt::format(
         "worker slot {} is held by {}, a live process on this host; its flock cannot be broken "
         "from outside: stop that process and the slot is free the moment it exits",
@@ -149,7 +146,7 @@ Status SlotFileRegistry::force_release(uint64_t slot) {
   }
   // Stale: nobody holds it. The mark file stays: the slot's next holder must start
   // above every ID issued with it.
-  return (*lock)->unlink_and_unlock();
+  return lock->unlink_and_unlock();
 }
 
 }  // namespace idforge::coord

@@ -15,7 +15,7 @@
 
 #include "coord/file_high_water.h"
 #include "coord/slot_files.h"
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 
 namespace idforge::coord {
 

@@ -15,14 +15,14 @@
 #include <system_error>
 #include <thread>
 
+#include "core/text.h"
+
 namespace idforge::coord {
 namespace {
 
 constexpr int kRetryPauseMs = 2;
 // A lock file found replaced after locking: try again this many times before giving up.
 constexpr int kRelockAttempts = 8;
-
-std::string errno_text() { return std::strerror(errno); }
 
 int open_lock_file(const std::string& path, bool create) {
   int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
@@ -73,13 +73,13 @@ SlotHolder read_holder(int fd) {
 Status write_holder(int fd, const std::string& identity, const std::string& path) {
   const std::string text = fmt::format("{}\n{}\n", identity, ::getpid());
   if (::ftruncate(fd, 0) != 0)
-    return Status::IoError(fmt::format("truncate {}: {}", path, errno_text()));
+    return Status::IoError(fmt::format("truncate {}: {}", path, text::errno_text()));
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::IoError(fmt::format("write {}: {}", path, errno_text()));
+      return Status::IoError(fmt::format("write {}: {}", path, text::errno_text()));
     }
     done += static_cast<size_t>(n);
   }
@@ -139,7 +139,7 @@ Result<std::unique_ptr<SlotLock>> SlotLock::try_lock(const std::string& path,
   int replaced_left = kRelockAttempts;
   while (true) {
     const int fd = open_lock_file(path, /*create=*/true);
-    if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path, errno_text()));
+    if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path, text::errno_text()));
     if (!lock_nb(fd)) {
       const int err = errno;
       if (err != EWOULDBLOCK) {
@@ -178,7 +178,7 @@ bool SlotLock::still_linked() const { return same_file(fd_, path_); }
 Status SlotLock::unlink_and_unlock() {
   Status st;
   if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
-    st = Status::IoError(fmt::format("remove {}: {}", path_, errno_text()));
+    st = Status::IoError(fmt::format("remove {}: {}", path_, text::errno_text()));
   }
   ::close(fd_);
   fd_ = -1;
@@ -189,7 +189,7 @@ Result<bool> slot_held(const std::string& path, SlotHolder* holder) {
   const int fd = open_lock_file(path, /*create=*/false);
   if (fd < 0) {
     if (errno == ENOENT) return false;
-    return Status::IoError(fmt::format("open {}: {}", path, errno_text()));
+    return Status::IoError(fmt::format("open {}: {}", path, text::errno_text()));
   }
   bool held = false;
   if (!lock_nb(fd)) {

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "coord/slot_file_registry.h"
+#include "core/text.h"
 
 namespace idforge::coord {
 namespace {
@@ -79,17 +80,14 @@ Result<StaticIds> ids_from_url(std::string_view target, std::string_view ids) {
   }
   const size_t slash = ids.find('/');
   if (slash == std::string_view::npos) {
-    Result<uint64_t> w = parse_id(ids, "the worker");
-    if (!w.ok()) return w.status();
-    out.worker = *w;
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t w, parse_id(ids, "the worker"));
+    out.worker = w;
     return out;
   }
-  Result<uint64_t> d = parse_id(ids.substr(0, slash), "the datacenter");
-  if (!d.ok()) return d.status();
-  Result<uint64_t> w = parse_id(ids.substr(slash + 1), "the worker");
-  if (!w.ok()) return w.status();
-  out.datacenter = *d;
-  out.worker = *w;
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t d, parse_id(ids.substr(0, slash), "the datacenter"));
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t w, parse_id(ids.substr(slash + 1), "the worker"));
+  out.datacenter = d;
+  out.worker = w;
   return out;
 }
 
@@ -123,9 +121,8 @@ Result<StaticIds> ids_from_host_name() {
         forced != nullptr && *forced != '\0' ? fmt::format(" (read from {})", kEnvHostname)
                                              : std::string()));
   };
-  const bool all_digits = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  const bool all_digits =
+      !digits.empty() && std::all_of(digits.begin(), digits.end(), text::is_digit);
   if (!all_digits) return refuse("does not end in -N");
   if (digits.size() > 1 && digits.front() == '0')
     return refuse("has an ordinal with leading zeros");
@@ -134,10 +131,9 @@ Result<StaticIds> ids_from_host_name() {
   if (ec != std::errc() || end != digits.data() + digits.size()) {
     return refuse("has an ordinal too large for a 64-bit number");
   }
-  Result<uint64_t> datacenter = datacenter_from_env();
-  if (!datacenter.ok()) return datacenter.status();
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t datacenter, datacenter_from_env());
   StaticIds out;
-  out.datacenter = *datacenter;
+  out.datacenter = datacenter;
   out.worker = worker;
   out.source =
       fmt::format("static:ordinal (host name {}, datacenter from {})", host, kEnvDatacenter);
@@ -156,9 +152,9 @@ class StaticRegistry final : public SlotFileRegistry {
   Result<Lease> acquire(const std::string& identity) override {
     IDFORGE_RETURN_IF_ERROR(ensure_private_dir(dir(), "data directory"));
     SlotHolder holder;
-    Result<std::unique_ptr<Lease>> lease = try_take(slot_, identity, kLockAttempts, &holder);
-    if (!lease.ok()) return lease.status();
-    if (*lease == nullptr) {
+    IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<Lease> lease,
+                             try_take(slot_, identity, kLockAttempts, &holder));
+    if (lease == nullptr) {
       const SlotSpace& space = options().space;
       return Status::Unavailable(fmt::format(
           "static worker id datacenter {} / worker {} (slot {}) is already in use by {} on this "
@@ -166,7 +162,7 @@ class StaticRegistry final : public SlotFileRegistry {
           space.datacenter_of(slot_), space.worker_of(slot_), slot_, holder.describe(),
           slot_lock_path(dir(), slot_)));
     }
-    return **lease;
+    return *lease;
   }
 
   std::string describe() const override {
@@ -185,11 +181,11 @@ class StaticRegistry final : public SlotFileRegistry {
 Result<std::unique_ptr<WorkerRegistry>> open_static_registry(std::string_view target,
                                                              const RegistryOptions& options) {
   constexpr std::string_view kScheme = "static:";
-  Result<StaticIds> parsed = target.substr(kScheme.size()) == kOrdinal
-                                 ? ids_from_host_name()
-                                 : ids_from_url(target, target.substr(kScheme.size()));
-  if (!parsed.ok()) return parsed.status();
-  const StaticIds& ids = *parsed;
+  IDFORGE_ASSIGN_OR_RETURN(StaticIds parsed,
+                           target.substr(kScheme.size()) == kOrdinal
+                               ? ids_from_host_name()
+                               : ids_from_url(target, target.substr(kScheme.size())));
+  const StaticIds& ids = parsed;
 
   const SlotSpace& space = options.space;
   const uint64_t max_dc = (uint64_t{1} << space.datacenter_bits) - 1;

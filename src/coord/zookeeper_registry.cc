@@ -45,7 +45,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -59,6 +58,7 @@
 #include <vector>
 
 #include "coord/zk_session.h"
+#include "core/text.h"
 #include "core/thread_annotations.h"
 
 namespace idforge::coord {
@@ -80,12 +80,6 @@ constexpr int64_t kReconnectShare = 3;
 constexpr int64_t kMaxReconnectWaitMs = 2000;
 constexpr int kRenewAttempts = 3;
 constexpr size_t kMaxIdentity = 512;
-
-template <typename Int>
-bool parse_int(std::string_view text, Int* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
 
 // A path component ZooKeeper accepts and that means what it says.
 bool plain_component(std::string_view c) {
@@ -141,7 +135,8 @@ Result<Target> parse_target(std::string_view url) {
       host += ":" + std::string(kDefaultPort);
     } else {
       int port = 0;
-      if (!parse_int(std::string_view(host).substr(colon + 1), &port) || port < 1 || port > 65535) {
+      if (!text::parse_int(std::string_view(host).substr(colon + 1), &port) || port < 1 ||
+          port > 65535) {
         return bad("port of '" + host + "' is not a number from 1 to 65535");
       }
     }
@@ -172,8 +167,8 @@ Result<IdentityRecord> parse_identity(const std::string& path, std::string_view 
   IdentityRecord r;
   r.found = true;
   const size_t space = data.find(' ');
-  if (space != std::string_view::npos && parse_int(data.substr(0, space), &r.slot) &&
-      parse_int(data.substr(space + 1), &r.high_water_ms) && r.high_water_ms >= 0) {
+  if (space != std::string_view::npos && text::parse_int(data.substr(0, space), &r.slot) &&
+      text::parse_int(data.substr(space + 1), &r.high_water_ms) && r.high_water_ms >= 0) {
     return r;
   }
   // Never guessed as 0: starting below a lost mark could repeat IDs.
@@ -185,7 +180,7 @@ Result<IdentityRecord> parse_identity(const std::string& path, std::string_view 
 
 Result<int64_t> parse_mark(const std::string& path, std::string_view data) {
   int64_t mark = 0;
-  if (parse_int(data, &mark) && mark >= 0) return mark;
+  if (text::parse_int(data, &mark) && mark >= 0) return mark;
   return Status::IoError(fmt::format(
       "{} holds '{}', not a high-water mark in Unix ms; fix it by hand (deleting it could "
       "let the slot's next holder repeat IDs)",
@@ -256,18 +251,18 @@ Result<std::shared_ptr<ZkSession>> ZookeeperRegistry::live_session() {
     IDFORGE_RETURN_IF_ERROR(s->wait_connected(connect_wait_ms));
     return s;
   }
-  Result<std::shared_ptr<ZkSession>> fresh = ZkSession::open(
-      target_.hosts, static_cast<int>(options_.ttl_ms), connect_wait_ms, target_.shown());
-  if (!fresh.ok()) return fresh.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::shared_ptr<ZkSession> fresh,
+                           ZkSession::open(target_.hosts, static_cast<int>(options_.ttl_ms),
+                                           connect_wait_ms, target_.shown()));
   for (const char* dir : {"/slots", "/identities", "/marks"}) {
-    IDFORGE_RETURN_IF_ERROR((*fresh)->ensure_path(base_ + dir));
+    IDFORGE_RETURN_IF_ERROR(fresh->ensure_path(base_ + dir));
   }
   std::shared_ptr<ZkSession> old;
   {
     MutexLock lock(mu_);
-    old = std::exchange(session_, *fresh);
+    old = std::exchange(session_, fresh);
   }
-  return *fresh;  // `old` closes here, outside mu_: closing may wait on the network
+  return fresh;  // `old` closes here, outside mu_: closing may wait on the network
 }
 
 Result<IdentityRecord> ZookeeperRegistry::read_identity(const ZkSession& s,
@@ -297,11 +292,10 @@ Status ZookeeperRegistry::update_node(const ZkSession& s, const std::string& pat
     const ZkReply got = s.get(path, &data, &stat);
     if (!got.ok() && got.code != ZkCode::kNoNode) return got.status;
     const bool exists = got.ok();
-    Result<std::optional<std::string>> wanted = next(exists ? &data : nullptr);
-    if (!wanted.ok()) return wanted.status();
-    if (!wanted->has_value()) return Status::Ok();
-    const ZkReply put = exists ? s.set(path, **wanted, stat.version)
-                               : s.create(path, **wanted, /*ephemeral=*/false);
+    IDFORGE_ASSIGN_OR_RETURN(std::optional<std::string> wanted, next(exists ? &data : nullptr));
+    if (!wanted.has_value()) return Status::Ok();
+    const ZkReply put =
+        exists ? s.set(path, *wanted, stat.version) : s.create(path, *wanted, /*ephemeral=*/false);
     if (put.ok()) return Status::Ok();
     // Someone wrote (or created, or deleted) it between our read and write: read again.
     if (put.code != ZkCode::kBadVersion && put.code != ZkCode::kNodeExists &&
@@ -319,9 +313,8 @@ Status ZookeeperRegistry::raise_mark(const ZkSession& s, uint64_t slot,
   return update_node(s, path,
                      [&](const std::string* current) -> Result<std::optional<std::string>> {
                        if (current != nullptr) {
-                         Result<int64_t> mark = parse_mark(path, *current);
-                         if (!mark.ok()) return mark.status();
-                         if (*mark >= high_water_ms) return std::optional<std::string>();
+                         IDFORGE_ASSIGN_OR_RETURN(int64_t mark, parse_mark(path, *current));
+                         if (mark >= high_water_ms) return std::optional<std::string>();
                        }
                        return std::optional<std::string>(std::to_string(high_water_ms));
                      });
@@ -330,19 +323,18 @@ Status ZookeeperRegistry::raise_mark(const ZkSession& s, uint64_t slot,
 Status ZookeeperRegistry::raise_identity(const ZkSession& s, const std::string& identity,
                                          uint64_t slot, int64_t high_water_ms) const {
   const std::string path = identity_path(identity);
-  return update_node(s, path,
-                     [&](const std::string* current) -> Result<std::optional<std::string>> {
-                       int64_t mark = high_water_ms;
-                       if (current != nullptr) {
-                         Result<IdentityRecord> old = parse_identity(path, *current);
-                         if (!old.ok()) return old.status();
-                         if (old->slot == slot && old->high_water_ms >= high_water_ms) {
-                           return std::optional<std::string>();
-                         }
-                         mark = std::max(mark, old->high_water_ms);
-                       }
-                       return std::optional<std::string>(fmt::format("{} {}", slot, mark));
-                     });
+  return update_node(
+      s, path, [&](const std::string* current) -> Result<std::optional<std::string>> {
+        int64_t mark = high_water_ms;
+        if (current != nullptr) {
+          IDFORGE_ASSIGN_OR_RETURN(IdentityRecord old, parse_identity(path, *current));
+          if (old.slot == slot && old.high_water_ms >= high_water_ms) {
+            return std::optional<std::string>();
+          }
+          mark = std::max(mark, old.high_water_ms);
+        }
+        return std::optional<std::string>(fmt::format("{} {}", slot, mark));
+      });
 }
 
 // Best effort, after an acquire that created the slot's node but then failed (or may
@@ -364,11 +356,9 @@ Result<Lease> ZookeeperRegistry::acquire(const std::string& identity) {
     return Status::InvalidArgument(
         fmt::format("identity must be 1 to {} bytes, got {}", kMaxIdentity, identity.size()));
   }
-  Result<std::shared_ptr<ZkSession>> live = live_session();
-  if (!live.ok()) return live.status();
-  const ZkSession& s = **live;
-  Result<IdentityRecord> record = read_identity(s, identity);
-  if (!record.ok()) return record.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::shared_ptr<ZkSession> live, live_session());
+  const ZkSession& s = *live;
+  IDFORGE_ASSIGN_OR_RETURN(IdentityRecord record, read_identity(s, identity));
 
   // One listing instead of a failed create per taken slot; a slot taken since the
   // listing just fails its create and the next one is tried.
@@ -378,11 +368,11 @@ Result<Lease> ZookeeperRegistry::acquire(const std::string& identity) {
   std::set<uint64_t> taken;
   for (const std::string& name : names) {
     uint64_t slot = 0;
-    if (parse_int(std::string_view(name), &slot)) taken.insert(slot);
+    if (text::parse_int(std::string_view(name), &slot)) taken.insert(slot);
   }
   const uint64_t slots = options_.space.slots();
   std::optional<uint64_t> preferred;
-  if (record->found && record->slot < slots) preferred = record->slot;
+  if (record.found && record.slot < slots) preferred = record.slot;
 
   std::optional<uint64_t> got;
   const auto try_slot = [&](uint64_t slot) -> Status {
@@ -403,7 +393,7 @@ Result<Lease> ZookeeperRegistry::acquire(const std::string& identity) {
   // away is ordered before it, so this read sees it.
   Result<int64_t> mark = read_mark(s, *got);
   Status recorded = mark.ok()
-                        ? raise_identity(s, identity, *got, std::max(*mark, record->high_water_ms))
+                        ? raise_identity(s, identity, *got, std::max(*mark, record.high_water_ms))
                         : mark.status();
   if (!recorded.ok()) {
     abandon(s, *got, identity);
@@ -413,7 +403,7 @@ Result<Lease> ZookeeperRegistry::acquire(const std::string& identity) {
   lease.slot = *got;
   lease.datacenter = options_.space.datacenter_of(*got);
   lease.worker = options_.space.worker_of(*got);
-  lease.high_water_ms = std::max(*mark, record->high_water_ms);
+  lease.high_water_ms = std::max(*mark, record.high_water_ms);
   // What the server granted, which may differ from the request: it is how long the
   // node outlives a silent holder, so fencing must be timed by it.
   lease.ttl_ms = s.timeout_ms();
@@ -423,11 +413,10 @@ Result<Lease> ZookeeperRegistry::acquire(const std::string& identity) {
 }
 
 Status ZookeeperRegistry::renew(const Lease& lease, int64_t high_water_ms) {
-  Result<int64_t> owner = parse_session_hex(lease.token);
-  if (!owner.ok()) return owner.status();
+  IDFORGE_ASSIGN_OR_RETURN(int64_t owner, parse_session_hex(lease.token));
   if (high_water_ms < 0) return Status::InvalidArgument("high-water mark must not be negative");
   const std::shared_ptr<ZkSession> s = current_session();
-  if (!s || s->id() != *owner) {
+  if (!s || s->id() != owner) {
     return lost(lease, fmt::format("its ZooKeeper session {} has ended", lease.token));
   }
   using Clock = std::chrono::steady_clock;
@@ -454,7 +443,7 @@ Status ZookeeperRegistry::renew(const Lease& lease, int64_t high_water_ms) {
                       target_.shown(), ZkSession::state_name(state), lease.slot,
                       attempt == 0 ? "" : " (last try: " + std::string(result.message()) + ")"));
     }
-    result = renew_once(*s, lease, *owner, high_water_ms);
+    result = renew_once(*s, lease, owner, high_water_ms);
   }
   if (!result.ok()) return result;
   if (const int granted = s->timeout_ms(); granted < lease.ttl_ms) {
@@ -463,7 +452,7 @@ Status ZookeeperRegistry::renew(const Lease& lease, int64_t high_water_ms) {
     // timeout granted now.
     ZkNodeStat stat;
     const std::string path = slot_path(lease.slot);
-    if (s->exists(path, &stat).ok() && stat.ephemeral_owner == *owner) {
+    if (s->exists(path, &stat).ok() && stat.ephemeral_owner == owner) {
       s->remove(path, stat.version).status.ignore_error();
     }
     return lost(lease, fmt::format("the session moved to a ZooKeeper member that granted it {} "
@@ -511,17 +500,16 @@ Status ZookeeperRegistry::renew_once(const ZkSession& s, const Lease& lease, int
 }
 
 Status ZookeeperRegistry::release(const Lease& lease) {
-  Result<int64_t> owner = parse_session_hex(lease.token);
-  if (!owner.ok()) return owner.status();
+  IDFORGE_ASSIGN_OR_RETURN(int64_t owner, parse_session_hex(lease.token));
   const std::shared_ptr<ZkSession> s = current_session();
   // A session that ended took its ephemeral nodes with it.
-  if (!s || s->id() != *owner) return Status::Ok();
+  if (!s || s->id() != owner) return Status::Ok();
   const std::string path = slot_path(lease.slot);
   ZkNodeStat stat;
   const ZkReply r = s->exists(path, &stat);
   if (r.code == ZkCode::kNoNode || r.code == ZkCode::kSessionExpired) return Status::Ok();
   if (!r.ok()) return r.status;
-  if (stat.ephemeral_owner != *owner) return Status::Ok();  // someone else's by now
+  if (stat.ephemeral_owner != owner) return Status::Ok();  // someone else's by now
   const ZkReply removed = s->remove(path, stat.version);
   if (removed.ok() || removed.code == ZkCode::kNoNode || removed.code == ZkCode::kSessionExpired) {
     return Status::Ok();
@@ -530,22 +518,20 @@ Status ZookeeperRegistry::release(const Lease& lease) {
 }
 
 Result<std::vector<SlotStatus>> ZookeeperRegistry::status() {
-  Result<std::shared_ptr<ZkSession>> live = live_session();
-  if (!live.ok()) return live.status();
-  const ZkSession& s = **live;
+  IDFORGE_ASSIGN_OR_RETURN(std::shared_ptr<ZkSession> live, live_session());
+  const ZkSession& s = *live;
   std::vector<std::string> names;
   const ZkReply listed = s.children(base_ + "/slots", &names);
   if (!listed.ok()) return listed.status;
   std::vector<SlotStatus> out;
   for (const std::string& name : names) {
     SlotStatus st;
-    if (!parse_int(std::string_view(name), &st.slot)) continue;  // not ours
+    if (!text::parse_int(std::string_view(name), &st.slot)) continue;  // not ours
     const ZkReply r = s.get(slot_path(st.slot), &st.holder, nullptr);
     if (r.code == ZkCode::kNoNode) continue;  // released since the listing
     if (!r.ok()) return r.status;
-    Result<int64_t> mark = read_mark(s, st.slot);
-    if (!mark.ok()) return mark.status();
-    st.high_water_ms = *mark;
+    IDFORGE_ASSIGN_OR_RETURN(int64_t mark, read_mark(s, st.slot));
+    st.high_water_ms = mark;
     st.expires_in_ms = -1;  // held as long as the holder's session lives
     out.push_back(std::move(st));
   }
@@ -560,9 +546,8 @@ Status ZookeeperRegistry::force_release(uint64_t slot) {
         fmt::format("slot {} is out of range: this layout has slots 0 to {}", slot,
                     options_.space.slots() - 1));
   }
-  Result<std::shared_ptr<ZkSession>> live = live_session();
-  if (!live.ok()) return live.status();
-  const ZkReply r = (*live)->remove(slot_path(slot), -1);
+  IDFORGE_ASSIGN_OR_RETURN(std::shared_ptr<ZkSession> live, live_session());
+  const ZkReply r = live->remove(slot_path(slot), -1);
   if (r.code == ZkCode::kNoNode) {
     return Status::NotFound(fmt::format("slot {} is not held ({})", slot, describe()));
   }
@@ -573,8 +558,7 @@ Status ZookeeperRegistry::force_release(uint64_t slot) {
 
 Result<std::unique_ptr<WorkerRegistry>> open_zookeeper_registry(std::string_view target,
                                                                 const RegistryOptions& options) {
-  Result<Target> t = parse_target(target);
-  if (!t.ok()) return t.status();
+  IDFORGE_ASSIGN_OR_RETURN(Target t, parse_target(target));
   if (!plain_component(options.cluster)) {
     return Status::InvalidArgument(fmt::format(
         "cluster name '{}' cannot be a ZooKeeper node name (empty, '.', '..', '/' or control "
@@ -587,7 +571,7 @@ Result<std::unique_ptr<WorkerRegistry>> open_zookeeper_registry(std::string_view
   }
   // Connects lazily, on the first call: opening a registry for `describe` or a bad
   // URL check must not need the server.
-  return std::unique_ptr<WorkerRegistry>(new ZookeeperRegistry(std::move(*t), options));
+  return std::unique_ptr<WorkerRegistry>(new ZookeeperRegistry(std::move(t), options));
 }
 
 }  // namespace idforge::coord

@@ -90,7 +90,7 @@ class Ticker {
 
 }  // namespace
 
-int64_t Clock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
+std::chrono::microseconds Clock::wait_until(int64_t target_ms, int64_t max_wait_ms) {
   using Steady = std::chrono::steady_clock;
   const auto start = Steady::now();
   const auto deadline = start + std::chrono::milliseconds(std::max<int64_t>(max_wait_ms, 0));
@@ -98,7 +98,7 @@ int64_t Clock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
     int64_t now = now_ms();
     auto t = Steady::now();
     if (now >= target_ms || t >= deadline) {
-      return std::chrono::duration_cast<std::chrono::microseconds>(t - start).count();
+      return std::chrono::duration_cast<std::chrono::microseconds>(t - start);
     }
     int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - t).count();
     int64_t behind = target_ms - now;
@@ -124,9 +124,9 @@ int64_t CachedSystemClock::now_precise_ms() {
   return now;
 }
 
-int64_t CachedSystemClock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
+std::chrono::microseconds CachedSystemClock::wait_until(int64_t target_ms, int64_t max_wait_ms) {
   SystemClock real;
-  int64_t waited = real.wait_until_ms(target_ms, max_wait_ms);
+  const std::chrono::microseconds waited = real.wait_until(target_ms, max_wait_ms);
   Ticker::instance().publish(real.now_ms());
   return waited;
 }
@@ -147,13 +147,13 @@ void ManualClock::sleep_ms(int64_t ms) {
   }
 }
 
-int64_t ManualClock::wait_until_ms(int64_t target_ms, int64_t max_wait_ms) {
-  if (!auto_advance_) return Clock::wait_until_ms(target_ms, max_wait_ms);
+std::chrono::microseconds ManualClock::wait_until(int64_t target_ms, int64_t max_wait_ms) {
+  if (!auto_advance_) return Clock::wait_until(target_ms, max_wait_ms);
   int64_t step = std::min(target_ms - now_ms(), std::max<int64_t>(max_wait_ms, 0));
-  if (step <= 0) return 0;
+  if (step <= 0) return std::chrono::microseconds(0);
   slept_.fetch_add(step, std::memory_order_acq_rel);
   advance(step);
-  return step * 1000;
+  return std::chrono::milliseconds(step);
 }
 
 }  // namespace idforge

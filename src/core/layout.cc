@@ -9,8 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "idforge/quote.h"
 #include "idforge/time_format.h"
+#include "quote.h"
+#include "text.h"
 
 namespace idforge {
 namespace {
@@ -32,11 +33,8 @@ bool valid_field_name(std::string_view name) {
 
 std::string quote(std::string_view text) { return quote_text(text, '"'); }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+// Spaces and tabs around a layout spec and its items.
+std::string_view trim(std::string_view s) { return text::trim(s, " \t"); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -166,12 +164,6 @@ Result<std::vector<Field>> parse_custom_fields(std::string_view spec) {
     pos = comma + 1;
   }
   return fields;
-}
-
-// Pads `cell` with spaces to `width`.
-void append_cell(std::string& out, const std::string& cell, size_t width) {
-  out += cell;
-  out.append(width - cell.size(), ' ');
 }
 
 }  // namespace
@@ -432,48 +424,6 @@ Result<DecodedId> Layout::decode(uint64_t id) const {
     out.fields.push_back(
         FieldValue{fields_[i].name, fields_[i].role, fields_[i].bits, shifts_[i], value});
     if (index == time_index_) out.unix_ms = unix_ms_of(value);
-  }
-  return out;
-}
-
-std::string Layout::bit_diagram(uint64_t id) const {
-  struct Column {
-    std::string field, bits, binary, value;
-  };
-  std::vector<Column> columns;
-  auto add = [&](std::string label, int width, int shift) {
-    Column c;
-    c.field = std::move(label) + " (" + std::to_string(width) + ")";
-    const int high = shift + width - 1;
-    c.bits =
-        width == 1 ? std::to_string(high) : std::to_string(high) + ".." + std::to_string(shift);
-    const uint64_t value =
-        (id >> shift) & (width >= kIdBits ? ~uint64_t{0} : (uint64_t{1} << width) - 1);
-    for (int b = width - 1; b >= 0; --b) c.binary += ((value >> b) & 1) != 0 ? '1' : '0';
-    c.value = std::to_string(value);
-    columns.push_back(std::move(c));
-  };
-  const int unused = kIdBits - total_bits_;
-  if (unused > 0) add(unused == 1 ? "sign" : "unused", unused, total_bits_);
-  for (size_t i = 0; i < fields_.size(); ++i) add(fields_[i].name, fields_[i].bits, shifts_[i]);
-
-  const std::pair<const char*, std::string Column::*> rows[] = {
-      {"field", &Column::field},
-      {"bits", &Column::bits},
-      {"binary", &Column::binary},
-      {"value", &Column::value},
-  };
-  constexpr size_t kLabelWidth = 6;
-  std::string out;
-  for (const auto& [label, member] : rows) {
-    append_cell(out, label, kLabelWidth);
-    for (const Column& c : columns) {
-      const size_t width =
-          std::max({c.field.size(), c.bits.size(), c.binary.size(), c.value.size()});
-      out += " | ";
-      append_cell(out, c.*member, width);
-    }
-    out += " |\n";
   }
   return out;
 }

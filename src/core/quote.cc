@@ -1,4 +1,4 @@
-#include "idforge/quote.h"
+#include "quote.h"
 
 namespace idforge {
 

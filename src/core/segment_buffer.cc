@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "segment_buffer_impl.h"
+
 namespace idforge {
 namespace {
 
@@ -14,8 +16,18 @@ constexpr uint64_t kMaxClaim = uint64_t{1} << 20;
 
 }  // namespace
 
+SegmentBuffer::~SegmentBuffer() = default;
+
 Result<std::unique_ptr<SegmentBuffer>> SegmentBuffer::create(RangeSource* source,
                                                              SegmentBufferOptions options) {
+  Result<std::unique_ptr<SegmentBufferImpl>> made =
+      SegmentBufferImpl::create(source, std::move(options));
+  if (!made.ok()) return made.status();
+  return std::unique_ptr<SegmentBuffer>(std::move(made).value());
+}
+
+Result<std::unique_ptr<SegmentBufferImpl>> SegmentBufferImpl::create(RangeSource* source,
+                                                                     SegmentBufferOptions options) {
   if (source == nullptr) return Status::InvalidArgument("segment buffer needs a range source");
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(options.tag));
   if (options.min_step < 1) return Status::InvalidArgument("step must be at least 1");
@@ -30,16 +42,16 @@ Result<std::unique_ptr<SegmentBuffer>> SegmentBuffer::create(RangeSource* source
     return Status::InvalidArgument("prefetch_at must be in (0, 1]");
   }
   if (options.wait_ms < 0) return Status::InvalidArgument("wait_ms must be >= 0");
-  return std::unique_ptr<SegmentBuffer>(new SegmentBuffer(source, std::move(options)));
+  return std::unique_ptr<SegmentBufferImpl>(new SegmentBufferImpl(source, std::move(options)));
 }
 
-SegmentBuffer::SegmentBuffer(RangeSource* source, SegmentBufferOptions options)
+SegmentBufferImpl::SegmentBufferImpl(RangeSource* source, SegmentBufferOptions options)
     : source_(source),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : &default_clock()),
       step_(options_.min_step) {}
 
-SegmentBuffer::~SegmentBuffer() {
+SegmentBufferImpl::~SegmentBufferImpl() {
   std::thread fetcher;
   {
     std::lock_guard lock(mu_);
@@ -50,7 +62,7 @@ SegmentBuffer::~SegmentBuffer() {
   if (fetcher.joinable()) fetcher.join();
 }
 
-bool SegmentBuffer::try_take(uint64_t want, Take* out) {
+bool SegmentBufferImpl::try_take(uint64_t want, Take* out) {
   const uint64_t w = cursor_.fetch_add(want, std::memory_order_acq_rel);
   const uint64_t gen = w >> kOffsetBits;
   const uint64_t off = w & kOffsetMask;
@@ -79,7 +91,7 @@ bool SegmentBuffer::try_take(uint64_t want, Take* out) {
   return true;
 }
 
-Result<uint64_t> SegmentBuffer::next() {
+Result<uint64_t> SegmentBufferImpl::next() {
   for (;;) {
     Take t;
     if (try_take(1, &t)) return t.first;
@@ -87,15 +99,15 @@ Result<uint64_t> SegmentBuffer::next() {
   }
 }
 
-Status SegmentBuffer::next_batch(std::span<uint64_t> out) {
+Status SegmentBufferImpl::next_batch(std::span<uint64_t> out) {
   return fill(out, /*may_wait=*/true).status();
 }
 
-Result<size_t> SegmentBuffer::try_next_batch(std::span<uint64_t> out) {
+Result<size_t> SegmentBufferImpl::try_next_batch(std::span<uint64_t> out) {
   return fill(out, /*may_wait=*/false);
 }
 
-Result<size_t> SegmentBuffer::fill(std::span<uint64_t> out, bool may_wait) {
+Result<size_t> SegmentBufferImpl::fill(std::span<uint64_t> out, bool may_wait) {
   size_t filled = 0;
   while (filled < out.size()) {
     Take t;
@@ -112,7 +124,7 @@ Result<size_t> SegmentBuffer::fill(std::span<uint64_t> out, bool may_wait) {
 
 // Called when the current segment looked used up (or absent) to a caller that saw
 // generation `seen_gen`.
-Status SegmentBuffer::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wait) {
+Status SegmentBufferImpl::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wait) {
   std::unique_lock lock(mu_);
   const auto deadline = Steady::now() + std::chrono::milliseconds(options_.wait_ms);
   bool counted = false;
@@ -167,7 +179,7 @@ Status SegmentBuffer::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wa
   }
 }
 
-void SegmentBuffer::start_fetch_locked() {
+void SegmentBufferImpl::start_fetch_locked() {
   if (fetching_ || next_ready_ || stopping_) return;
   if (Steady::now() < retry_at_) return;  // back off after a failed allocation
   fetching_ = true;
@@ -181,7 +193,7 @@ void SegmentBuffer::start_fetch_locked() {
 // Leaf's rule: a segment that lasted under grow_below_ms doubles the step, one over
 // shrink_above_ms halves it, always within [min_step, max_step]. A segment's lifetime
 // is the time between two fetches, which start at the same point of each segment.
-uint64_t SegmentBuffer::next_step_locked(int64_t now_ms) {
+uint64_t SegmentBufferImpl::next_step_locked(int64_t now_ms) {
   if (last_fetch_done_ms_ == 0) return step_;
   const int64_t lasted = now_ms - last_fetch_done_ms_;
   if (lasted < options_.grow_below_ms) {
@@ -193,7 +205,7 @@ uint64_t SegmentBuffer::next_step_locked(int64_t now_ms) {
   return step_;
 }
 
-void SegmentBuffer::fetch_once(uint64_t step) {
+void SegmentBufferImpl::fetch_once(uint64_t step) {
   const auto started = Steady::now();
   Result<Segment> got = source_->allocate(options_.tag, step);
   const auto took = Steady::now() - started;
@@ -236,7 +248,7 @@ void SegmentBuffer::fetch_once(uint64_t step) {
   cv_.notify_all();
 }
 
-SegmentBufferStats SegmentBuffer::stats() const {
+SegmentBufferStats SegmentBufferImpl::stats() const {
   std::lock_guard lock(mu_);
   SegmentBufferStats st;
   st.fetches = fetches_.load(std::memory_order_relaxed);

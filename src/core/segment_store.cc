@@ -1,5 +1,7 @@
 #include "idforge/segment_store.h"
 
+#include "text.h"
+
 namespace idforge {
 
 Status validate_tag_name(std::string_view name) {
@@ -9,8 +11,7 @@ Status validate_tag_name(std::string_view name) {
   }
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-' || c == '.' || c == ':';
+    const bool ok = text::is_alnum(c) || c == '_' || c == '-' || c == '.' || c == ':';
     if (!ok) {
       return Status::InvalidArgument(
           "tag name has a character outside [A-Za-z0-9_.:-] at position " + std::to_string(i + 1));

@@ -8,8 +8,9 @@
 #include <string_view>
 #include <utility>
 
-#include "idforge/quote.h"
-#include "idforge/time_format.h"
+#include "calendar.h"
+#include "quote.h"
+#include "text.h"
 
 namespace idforge {
 namespace {
@@ -31,8 +32,6 @@ std::string hex_byte(unsigned char c) {
 }
 
 bool is_printable(char c) { return c >= 0x20 && c < 0x7f; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 std::string quote(std::string_view text) { return quote_text(text, '\'', 160); }
 
@@ -152,7 +151,7 @@ class SerialTemplate::Parser {
     size_t i = open + 1;
     while (i < close) {
       const char c = text_[i];
-      if (!is_alpha(c)) {
+      if (!text::is_alpha(c)) {
         return error_at(i, "unexpected " + describe(c),
                         "in a date placeholder (put separators outside the braces, e.g. "
                         "{yyyy}-{MM}-{dd})");
@@ -205,7 +204,7 @@ class SerialTemplate::Parser {
       }
       ++i;
       const size_t digits_start = i;
-      while (i < close && is_digit(text_[i])) {
+      while (i < close && text::is_digit(text_[i])) {
         width = std::min(width * 10 + (text_[i] - '0'), 1000);  // capped: it only has to fail
         ++i;
       }

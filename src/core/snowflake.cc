@@ -1,3 +1,6 @@
+// SnowflakeGeneratorImpl (snowflake_impl.h): creation, the start above the stored mark,
+// the reservation, fencing and the read-outs. Issuing past the inline fast path is in
+// snowflake_claim.cc; the trusted time and marks of other layouts in snowflake_mark.cc.
 #include "idforge/snowflake.h"
 
 #include <time.h>
@@ -8,6 +11,7 @@
 #include <thread>
 
 #include "idforge/time_format.h"
+#include "snowflake_impl.h"
 #include "snowflake_mark.h"
 
 namespace idforge {
@@ -54,7 +58,22 @@ Result<RollbackPolicy> parse_policy(std::string_view name) {
                                  "' (policies: logical, wait, reject, ring)");
 }
 
+SnowflakeGenerator::~SnowflakeGenerator() = default;
+
 Result<std::unique_ptr<SnowflakeGenerator>> SnowflakeGenerator::create(SnowflakeOptions options) {
+  return create_snowflake_generator(std::move(options), SnowflakeInternals{});
+}
+
+Result<std::unique_ptr<SnowflakeGenerator>> create_snowflake_generator(
+    SnowflakeOptions options, SnowflakeInternals internals) {
+  Result<std::unique_ptr<SnowflakeGeneratorImpl>> made =
+      SnowflakeGeneratorImpl::create(std::move(options), std::move(internals));
+  if (!made.ok()) return made.status();
+  return std::unique_ptr<SnowflakeGenerator>(std::move(made).value());
+}
+
+Result<std::unique_ptr<SnowflakeGeneratorImpl>> SnowflakeGeneratorImpl::create(
+    SnowflakeOptions options, SnowflakeInternals internals) {
   if (options.max_drift_ms < 0) return Status::InvalidArgument("max_drift_ms must be >= 0");
   if (options.max_wait_ms < 0) return Status::InvalidArgument("max_wait_ms must be >= 0");
   if (options.ring_ticks < 1 || options.ring_ticks > 65536) {
@@ -62,9 +81,9 @@ Result<std::unique_ptr<SnowflakeGenerator>> SnowflakeGenerator::create(Snowflake
                                    std::to_string(options.ring_ticks));
   }
   if (options.reserve_ms < 1) return Status::InvalidArgument("reserve_ms must be >= 1");
-  if (options.renew_below_ms < 0 || options.renew_below_ms >= options.reserve_ms) {
+  if (internals.renew_below_ms < 0 || internals.renew_below_ms >= options.reserve_ms) {
     return Status::InvalidArgument("renew_below_ms must be from 0 to reserve_ms - 1, got " +
-                                   std::to_string(options.renew_below_ms));
+                                   std::to_string(internals.renew_below_ms));
   }
   if (options.max_startup_wait_ms < 0) {
     return Status::InvalidArgument("max_startup_wait_ms must be >= 0");
@@ -72,33 +91,36 @@ Result<std::unique_ptr<SnowflakeGenerator>> SnowflakeGenerator::create(Snowflake
   if (options.max_clock_step_ms < 0) {
     return Status::InvalidArgument("max_clock_step_ms must be >= 0");
   }
-  std::unique_ptr<SnowflakeGenerator> gen(new SnowflakeGenerator(std::move(options)));
+  std::unique_ptr<SnowflakeGeneratorImpl> gen(
+      new SnowflakeGeneratorImpl(std::move(options), std::move(internals)));
   IDFORGE_RETURN_IF_ERROR(gen->init());
   return gen;
 }
 
-SnowflakeGenerator::SnowflakeGenerator(SnowflakeOptions options)
+SnowflakeGeneratorImpl::SnowflakeGeneratorImpl(SnowflakeOptions options,
+                                               SnowflakeInternals internals)
     : layout_(std::move(options.layout)),
       policy_(options.policy),
       max_drift_ms_(options.max_drift_ms),
       max_wait_ms_(options.max_wait_ms),
       ring_ticks_(static_cast<uint64_t>(options.ring_ticks)),
       reserve_ms_(options.reserve_ms),
-      renew_below_ms_(options.renew_below_ms > 0 ? options.renew_below_ms : options.reserve_ms / 2),
+      renew_below_ms_(internals.renew_below_ms > 0 ? internals.renew_below_ms
+                                                   : options.reserve_ms / 2),
       startup_wait_ms_(options.max_startup_wait_ms),
       max_step_ms_(options.max_clock_step_ms),
       clock_(options.clock ? options.clock : &default_clock()),
-      monotonic_(options.monotonic_ms       ? std::move(options.monotonic_ms)
+      monotonic_(internals.monotonic_ms     ? std::move(internals.monotonic_ms)
                  : options.clock == nullptr ? std::function<int64_t()>(boot_ms)
                                             : nullptr),
       high_water_(options.high_water),
-      store_on_next_(options.store_on_next),
-      reservation_wanted_(std::move(options.reservation_wanted)),
+      store_on_next_(internals.store_on_next),
+      reservation_wanted_(std::move(internals.reservation_wanted)),
       nodes_(std::move(options.nodes)) {}
 
-SnowflakeGenerator::~SnowflakeGenerator() = default;
+SnowflakeGeneratorImpl::~SnowflakeGeneratorImpl() = default;
 
-Status SnowflakeGenerator::init() {
+Status SnowflakeGeneratorImpl::init() {
   epoch_ms_ = layout_.epoch_ms();
   tick_ms_ = static_cast<uint64_t>(layout_.tick_ms());
   time_shift_ = layout_.time_shift();
@@ -189,7 +211,7 @@ Status SnowflakeGenerator::init() {
   int64_t allowed = policy_ == RollbackPolicy::kLogical ? max_drift_ms_ : 0;
   if (gap_ms > allowed) {
     int64_t need_ms = layout_.unix_ms_of(first_tick) - allowed;
-    clock_->wait_until_ms(need_ms, startup_wait_ms_);
+    clock_->wait_until(need_ms, startup_wait_ms_);
     now = clock_->now_ms();
     if (now < need_ms) return start_refused(mark, old_layout, now, need_ms);
   }
@@ -211,256 +233,17 @@ Status SnowflakeGenerator::init() {
   return store_mark_locked(base + reserve_ms_);
 }
 
-void SnowflakeGenerator::note_clock(int64_t now_ms) {
-  int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);
-  while (now_ms > seen &&
-         !max_clock_ms_.compare_exchange_weak(seen, now_ms, std::memory_order_relaxed)) {
-  }
-}
-
-void SnowflakeGenerator::note_fast_clock(int64_t now_ms) {
-  note_clock(now_ms);
-  if (clock_ahead_ms_.load(std::memory_order_relaxed) != 0) {
-    clock_ahead_ms_.store(0, std::memory_order_relaxed);
-  }
-}
-
-uint64_t SnowflakeGenerator::read_tick() {
-  int64_t now = trusted_ms(clock_->now_ms());
-  // Track the highest clock value seen, to count rollbacks. The store happens once per
-  // millisecond, so the line stays shared-clean on the hot path.
-  int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);
-  if (now > seen) {
-    note_clock(now);
-  } else if (now < seen) {
-    // A thread may have read the clock just before another read a later value; only a
-    // second reading still behind counts as the clock stepping back.
-    int64_t again = trusted_ms(clock_->now_precise_ms());
-    if (again < seen) {
-      int64_t counted = rollback_mark_.load(std::memory_order_relaxed);
-      if (counted != seen &&
-          rollback_mark_.compare_exchange_strong(counted, seen, std::memory_order_relaxed)) {
-        rollbacks_.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    now = again;
-  }
-  return tick_of_ms(now);
-}
-
-bool SnowflakeGenerator::wait_for_tick(uint64_t tick, int64_t max_ms) {
-  int64_t waited_us = clock_->wait_until_ms(layout_.unix_ms_of(tick), max_ms);
-  if (waited_us > 0) {
-    waited_us_.fetch_add(static_cast<uint64_t>(waited_us), std::memory_order_relaxed);
-  }
-  int64_t now = trusted_ms(clock_->now_ms());
-  const int64_t target = layout_.unix_ms_of(tick);
-  if (now < target && guard_ && clock_ahead_ms_.load(std::memory_order_relaxed) != 0 &&
-      target - now <= max_ms) {
-    // The clock jumped past the tick but the trusted time has not reached it yet.
-    std::this_thread::sleep_for(std::chrono::milliseconds(target - now));
-    waited_us_.fetch_add(static_cast<uint64_t>(target - now) * 1000, std::memory_order_relaxed);
-    now = trusted_ms(clock_->now_ms());
-  }
-  return tick_of_ms(now) >= tick;
-}
-
-Status SnowflakeGenerator::time_exhausted() const {
+Status SnowflakeGeneratorImpl::time_exhausted() const {
   return Status::ResourceExhausted("the time field of layout " + layout_.name() + " ran out at " +
                                    format_iso8601_utc(layout_.capacity().last_unix_ms));
 }
 
-Status SnowflakeGenerator::fail(Status status) {
+Status SnowflakeGeneratorImpl::fail(Status status) {
   failures_.fetch_add(1, std::memory_order_relaxed);
   return status;
 }
 
-Result<uint64_t> SnowflakeGenerator::next_slow() {
-  Claim c;
-  Status st = claim(1, &c);
-  if (!st.ok()) return st;
-  return compose(c.tick, c.first_seq);
-}
-
-Status SnowflakeGenerator::next_batch(std::span<uint64_t> out) {
-  size_t filled = 0;
-  while (filled < out.size()) {
-    Claim c;
-    IDFORGE_RETURN_IF_ERROR(claim(out.size() - filled, &c));
-    uint64_t id = compose(c.tick, c.first_seq);
-    const uint64_t step = uint64_t{1} << seq_shift_;
-    for (uint64_t i = 0; i < c.count; ++i, id += step) out[filled++] = id;
-  }
-  return Status::Ok();
-}
-
-Status SnowflakeGenerator::claim(uint64_t want, Claim* out) {
-  if (fenced_.load(std::memory_order_acquire)) {
-    std::lock_guard lock(slow_mu_);
-    return fail(Status::Unavailable(fence_reason_));
-  }
-  Status st = policy_ == RollbackPolicy::kRing ? claim_ring(want, out) : claim_linear(want, out);
-  if (!st.ok()) return fail(std::move(st));
-  if (out->tick >= renew_tick_.load(std::memory_order_acquire)) {
-    st = ensure_reserved(out->tick);
-    if (!st.ok()) return fail(std::move(st));
-  }
-  return Status::Ok();
-}
-
-// logical, wait and reject: one (tick, last sequence) word, never stepping back.
-Status SnowflakeGenerator::claim_linear(uint64_t want, Claim* out) {
-  const int64_t tick_ms = layout_.tick_ms();
-  uint64_t now_tick = read_tick();
-  uint64_t cur = state_.load(std::memory_order_acquire);
-  for (;;) {
-    const uint64_t tick = cur >> seq_bits_;
-    const uint64_t seq = cur & seq_mask_;
-    Claim c;
-    if (now_tick > tick) {
-      if (now_tick > max_tick_) return time_exhausted();
-      c = {now_tick, 0, std::min(want, seq_mask_ + 1)};
-    } else if (now_tick < tick && policy_ != RollbackPolicy::kLogical) {
-      // Another thread may have read the clock after this one did and issued a later
-      // tick; the state was loaded with acquire, so a fresh reading sees that tick.
-      if (uint64_t again = tick_of_ms(trusted_ms(clock_->now_precise_ms())); again >= tick) {
-        now_tick = again;
-        continue;
-      }
-      // The clock really is behind the last tick issued.
-      int64_t behind_ms = static_cast<int64_t>(tick - now_tick) * tick_ms;
-      if (policy_ == RollbackPolicy::kReject) {
-        return Status::ClockBackwards("the clock is " + ms_text(behind_ms) +
-                                      " behind the last ID issued (policy reject)");
-      }
-      if (behind_ms > max_wait_ms_ || !wait_for_tick(tick, max_wait_ms_)) {
-        return Status::DeadlineExceeded("the clock is " + ms_text(behind_ms) +
-                                        " behind the last ID issued, more than max_wait_ms " +
-                                        ms_text(max_wait_ms_) + " (policy wait)");
-      }
-      now_tick = read_tick();
-      cur = state_.load(std::memory_order_acquire);
-      continue;
-    } else if (seq < seq_mask_) {
-      c = {tick, seq + 1, std::min(want, seq_mask_ - seq)};
-    } else {
-      // This tick's sequence is used up.
-      const uint64_t next_tick = tick + 1;
-      if (next_tick > max_tick_) return time_exhausted();
-      const int64_t ahead_ms = static_cast<int64_t>(next_tick - now_tick) * tick_ms;
-      if (policy_ == RollbackPolicy::kLogical && ahead_ms <= max_drift_ms_) {
-        c = {next_tick, 0, std::min(want, seq_mask_ + 1)};
-      } else if (uint64_t fresh = tick_of_ms(trusted_ms(clock_->now_precise_ms()));
-                 fresh > now_tick) {
-        // This thread's reading was stale (it may have been descheduled since, or the
-        // cached clock's thread starved): retry with a precise one before deciding to
-        // wait or fail.
-        now_tick = fresh;
-        cur = state_.load(std::memory_order_acquire);
-        continue;
-      } else {
-        // Wait for the clock to come within reach of the next tick: a tick of waiting is
-        // the classic cost of overflow, max_wait_ms on top is the policy's patience.
-        const int64_t excess_ms =
-            ahead_ms - (policy_ == RollbackPolicy::kLogical ? max_drift_ms_ : 0);
-        const uint64_t need_ticks = static_cast<uint64_t>((excess_ms + tick_ms - 1) / tick_ms);
-        if (excess_ms > tick_ms + max_wait_ms_ ||
-            !wait_for_tick(now_tick + need_ticks, tick_ms + max_wait_ms_)) {
-          if (policy_ == RollbackPolicy::kLogical && max_drift_ms_ > 0) {
-            return Status::ResourceExhausted("the generator would run " + ms_text(ahead_ms) +
-                                             " ahead of the clock, more than max_drift_ms " +
-                                             ms_text(max_drift_ms_) + "; one node issues at most " +
-                                             std::to_string(seq_mask_ + 1) + " IDs per " +
-                                             ms_text(tick_ms));
-          }
-          return Status::ResourceExhausted(
-              "the sequence of the current tick is used up and "
-              "the clock did not reach the next tick in time");
-        }
-        now_tick = read_tick();
-        cur = state_.load(std::memory_order_acquire);
-        continue;
-      }
-    }
-    const uint64_t next = (c.tick << seq_bits_) | (c.first_seq + c.count - 1);
-    if (state_.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
-                                     std::memory_order_acquire)) {
-      if (c.tick > now_tick && c.first_seq == 0 && c.tick > tick) {
-        borrowed_ms_.fetch_add(static_cast<uint64_t>(tick_ms), std::memory_order_relaxed);
-      }
-      *out = c;
-      return Status::Ok();
-    }
-  }
-}
-
-// ring: one word per remembered tick. A slot only ever moves to a later tick, so all
-// claims of a tick happen while its slot holds that tick and the CAS keeps them apart;
-// a tick whose slot moved on is outside the window and is refused, never reused.
-Status SnowflakeGenerator::claim_ring(uint64_t want, Claim* out) {
-  const int64_t tick_ms = layout_.tick_ms();
-  uint64_t tick = read_tick();
-  uint64_t high = ring_high_.load(std::memory_order_acquire);
-  bool revisit = false;
-  // As in claim_linear: confirm with a precise reading before treating it as a rollback.
-  if (tick < high) tick = std::max(tick, tick_of_ms(trusted_ms(clock_->now_precise_ms())));
-  if (tick < high) {
-    if (high - tick >= ring_ticks_) {
-      return Status::ClockBackwards("the clock is " +
-                                    ms_text(static_cast<int64_t>(high - tick) * tick_ms) +
-                                    " behind the last ID issued, outside the ring of " +
-                                    std::to_string(ring_ticks_) + " ticks");
-    }
-    revisit = true;
-  }
-  for (;;) {
-    if (tick > max_tick_) return time_exhausted();
-    std::atomic<uint64_t>& slot = ring_[tick % ring_ticks_];
-    uint64_t cur = slot.load(std::memory_order_acquire);
-    const uint64_t slot_tick = cur >> seq_bits_;
-    const uint64_t seq = cur & seq_mask_;
-    Claim c;
-    if (slot_tick > tick) {
-      return Status::ClockBackwards("tick " + std::to_string(tick) +
-                                    " is no longer in the ring of " + std::to_string(ring_ticks_) +
-                                    " ticks");
-    } else if (slot_tick < tick) {
-      c = {tick, 0, std::min(want, seq_mask_ + 1)};
-    } else if (seq < seq_mask_) {
-      c = {tick, seq + 1, std::min(want, seq_mask_ - seq)};
-    } else {
-      // Used up. A revisited tick continues in the next one (still below the high
-      // mark, or the frontier itself); at the frontier, wait for the clock.
-      high = ring_high_.load(std::memory_order_acquire);
-      if (tick < high) {
-        ++tick;
-        continue;
-      }
-      if (!wait_for_tick(tick + 1, tick_ms + max_wait_ms_)) {
-        return Status::ResourceExhausted(
-            "the sequence of the current tick is used up and the "
-            "clock did not move on within max_wait_ms");
-      }
-      tick = std::max(tick + 1, read_tick());
-      continue;
-    }
-    const uint64_t next = (c.tick << seq_bits_) | (c.first_seq + c.count - 1);
-    if (slot.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
-                                   std::memory_order_acquire)) {
-      uint64_t h = ring_high_.load(std::memory_order_relaxed);
-      while (c.tick > h && !ring_high_.compare_exchange_weak(h, c.tick, std::memory_order_acq_rel,
-                                                             std::memory_order_relaxed)) {
-      }
-      if (revisit || c.tick < h) {
-        ring_revisits_.fetch_add(c.count, std::memory_order_relaxed);
-      }
-      *out = c;
-      return Status::Ok();
-    }
-  }
-}
-
-Status SnowflakeGenerator::ensure_reserved(uint64_t tick) {
+Status SnowflakeGeneratorImpl::ensure_reserved(uint64_t tick) {
   if (!store_on_next_) return await_reservation(tick);
   if (tick <= reserved_tick_.load(std::memory_order_acquire)) {
     // Covered; renew early only if nobody else is already doing it.
@@ -479,7 +262,7 @@ Status SnowflakeGenerator::ensure_reserved(uint64_t tick) {
   return store_mark_locked(base + reserve_ms_);
 }
 
-Status SnowflakeGenerator::await_reservation(uint64_t tick) {
+Status SnowflakeGeneratorImpl::await_reservation(uint64_t tick) {
   if (!reservation_asked_.exchange(true, std::memory_order_acq_rel) && reservation_wanted_) {
     reservation_wanted_();
   }
@@ -504,7 +287,7 @@ Status SnowflakeGenerator::await_reservation(uint64_t tick) {
   return Status::Ok();
 }
 
-Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
+Status SnowflakeGeneratorImpl::store_mark_locked(int64_t mark_ms) {
   if (guard_) {
     // Every tick comes from a trusted reading (at most max_clock_step_ms past the
     // trusted time) plus what logical borrows; a mark beyond that is a bug, and writing
@@ -530,7 +313,7 @@ Status SnowflakeGenerator::store_mark_locked(int64_t mark_ms) {
   return Status::Ok();
 }
 
-Status SnowflakeGenerator::renew_reservation() {
+Status SnowflakeGeneratorImpl::renew_reservation() {
   if (high_water_ == nullptr) return Status::Ok();
   std::lock_guard lock(slow_mu_);
   // A generator running ahead of the clock (logical) uses up its reservation faster
@@ -541,35 +324,35 @@ Status SnowflakeGenerator::renew_reservation() {
   return store_mark_locked(from + reserve_ms_);
 }
 
-void SnowflakeGenerator::fence(std::string reason) {
+void SnowflakeGeneratorImpl::fence(std::string reason) {
   std::lock_guard lock(slow_mu_);
   fence_reason_ = reason.empty() ? "this node is fenced and does not issue IDs" : std::move(reason);
   fenced_.store(true, std::memory_order_release);
 }
 
-void SnowflakeGenerator::unfence() {
+void SnowflakeGeneratorImpl::unfence() {
   std::lock_guard lock(slow_mu_);
   fenced_.store(false, std::memory_order_release);
 }
 
-int64_t SnowflakeGenerator::last_unix_ms() const {
+int64_t SnowflakeGeneratorImpl::last_unix_ms() const {
   uint64_t tick = policy_ == RollbackPolicy::kRing
                       ? ring_high_.load(std::memory_order_acquire)
                       : state_.load(std::memory_order_acquire) >> seq_bits_;
   return tick <= floor_tick_ ? 0 : layout_.unix_ms_of(tick);
 }
 
-int64_t SnowflakeGenerator::drift_ms() const {
+int64_t SnowflakeGeneratorImpl::drift_ms() const {
   int64_t last = last_unix_ms();
   int64_t now = clock_->now_ms();
   return last > now ? last - now : 0;
 }
 
-int64_t SnowflakeGenerator::reserved_until_ms() const {
+int64_t SnowflakeGeneratorImpl::reserved_until_ms() const {
   return reserved_ms_.load(std::memory_order_acquire);
 }
 
-SnowflakeCounters SnowflakeGenerator::counters() const {
+SnowflakeCounters SnowflakeGeneratorImpl::counters() const {
   SnowflakeCounters c;
   c.rollbacks = rollbacks_.load(std::memory_order_relaxed);
   c.waited_ms = waited_us_.load(std::memory_order_relaxed) / 1000;

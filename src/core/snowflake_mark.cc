@@ -4,8 +4,8 @@
 #include <atomic>
 #include <charconv>
 
-#include "idforge/snowflake.h"
 #include "idforge/time_format.h"
+#include "snowflake_impl.h"
 
 namespace idforge {
 namespace {
@@ -94,11 +94,11 @@ Result<uint64_t> first_tick_above(const Layout& old, int64_t old_mark_ms, const 
 // The generator's trusted time and its start's refusal, here to keep snowflake.cc to
 // the issuing itself.
 
-int64_t SnowflakeGenerator::trusted_now_ms() const {
+int64_t SnowflakeGeneratorImpl::trusted_now_ms() const {
   return monotonic_() + trust_offset_.load(std::memory_order_relaxed);
 }
 
-int64_t SnowflakeGenerator::trusted_ms(int64_t clock_ms) {
+int64_t SnowflakeGeneratorImpl::trusted_ms(int64_t clock_ms) {
   if (!guard_) return clock_ms;
   // The common case costs one load: a reading below a ceiling computed earlier (the
   // trusted time only grows, so an old ceiling is a safe one).
@@ -127,8 +127,9 @@ int64_t SnowflakeGenerator::trusted_ms(int64_t clock_ms) {
   return clock_ms;
 }
 
-Status SnowflakeGenerator::start_refused(const HighWaterMark& mark, const std::string& old_layout,
-                                         int64_t now_ms, int64_t need_ms) const {
+Status SnowflakeGeneratorImpl::start_refused(const HighWaterMark& mark,
+                                             const std::string& old_layout, int64_t now_ms,
+                                             int64_t need_ms) const {
   const std::string policy = "policy " + std::string(policy_name(policy_)) + " (max_drift_ms " +
                              ms_text(max_drift_ms_) + ", max_startup_wait_ms " +
                              ms_text(startup_wait_ms_) + ")";

@@ -11,6 +11,15 @@
 #include "idforge/layout.h"
 #include "idforge/status.h"
 
+namespace idforge {
+
+// The layout as a high-water mark records it: the field spec, epoch and tick,
+// "time:41,datacenter:5,worker:5,sequence:12;epoch=1288834974657;tick_ms=1". Stores and
+// registries keep it as opaque text (HighWaterMark::layout, Lease::high_water_layout).
+std::string mark_layout_key(const Layout& layout);
+
+}  // namespace idforge
+
 namespace idforge::internal {
 
 // Reads mark_layout_key() back. InvalidArgument when `key` is not one.

@@ -7,7 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "idforge/quote.h"
+#include "calendar.h"
+#include "parse_u64.h"
+#include "quote.h"
+#include "text.h"
 
 namespace idforge {
 namespace {
@@ -85,8 +88,6 @@ void append_padded(std::string& out, int64_t value, int width) {
 
 std::string quote(std::string_view text) { return quote_text(text, '"'); }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
 // A cursor over ISO-8601 text; every reader returns false without consuming on mismatch.
 class Scanner {
  public:
@@ -107,7 +108,7 @@ class Scanner {
     int v = 0;
     for (int i = 0; i < count; ++i) {
       const char c = text_[pos_ + static_cast<size_t>(i)];
-      if (!is_digit(c)) return false;
+      if (!text::is_digit(c)) return false;
       v = v * 10 + (c - '0');
     }
     pos_ += static_cast<size_t>(count);
@@ -119,7 +120,7 @@ class Scanner {
   bool fraction_ms(int* ms) {
     const size_t start = pos_;
     int value = 0;
-    while (!done() && is_digit(peek())) {
+    while (!done() && text::is_digit(peek())) {
       if (pos_ - start < 3) value = value * 10 + (peek() - '0');
       ++pos_;
     }
@@ -214,7 +215,7 @@ int64_t unix_days_from_civil(int year, int month, int day) {
 
 Result<int64_t> parse_time(std::string_view text) {
   if (text.empty()) return time_error(text, kExpected);
-  if (text[0] == '-' || std::all_of(text.begin(), text.end(), is_digit)) {
+  if (text[0] == '-' || std::all_of(text.begin(), text.end(), text::is_digit)) {
     return parse_decimal_ms(text);
   }
 
@@ -270,27 +271,6 @@ Result<int64_t> parse_time(std::string_view text) {
   const int64_t offset = off_hours * kMsPerHour + off_minutes * kMsPerMinute;
   // Local time = UTC + offset, so UTC = local - offset.
   return sign == '+' ? ms - offset : ms + offset;
-}
-
-Result<uint64_t> parse_u64(std::string_view text, std::string_view what) {
-  auto error = [&](std::string_view why) {
-    std::string m(what);
-    m += ' ';
-    m += quote(text);
-    m += ' ';
-    m += why;
-    return Status::InvalidArgument(std::move(m));
-  };
-  if (text.empty()) return error("is empty; expected a decimal number");
-  uint64_t value = 0;
-  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  for (char c : text) {
-    if (!is_digit(c)) return error("is not a decimal number (digits 0-9 only)");
-    const auto digit = static_cast<uint64_t>(c - '0');
-    if (value > (kMax - digit) / 10) return error("is larger than 18446744073709551615");
-    value = value * 10 + digit;
-  }
-  return value;
 }
 
 }  // namespace idforge

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "idforge/quote.h"
-#include "idforge/time_format.h"
+#include "calendar.h"
+#include "quote.h"
 
 namespace idforge {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base32.h"
-#include "idforge/quote.h"
-#include "idforge/random.h"
+#include "quote.h"
+#include "random.h"
 
 namespace idforge {
 namespace {

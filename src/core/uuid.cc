@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "idforge/quote.h"
-#include "idforge/random.h"
+#include "quote.h"
+#include "random.h"
 
 namespace idforge {
 namespace {

@@ -1,4 +1,4 @@
-#include "idforge/worker_registry.h"
+#include "worker_registry.h"
 
 namespace idforge {
 

@@ -4,7 +4,9 @@
 #include <string>
 #include <utility>
 
-#include "idforge/quote.h"
+#include "core/bit_diagram.h"
+#include "core/parse_u64.h"
+#include "core/quote.h"
 #include "idforge/time_format.h"
 
 #ifndef IDFORGE_VERSION
@@ -110,7 +112,7 @@ std::string decode_json(const Layout& layout, const DecodedId& decoded) {
     if ((decoded.id >> bit) & 1u) binary[static_cast<size_t>(63 - bit)] = '1';
   }
   json["binary"] = std::move(binary);
-  json["diagram"] = layout.bit_diagram(decoded.id);
+  json["diagram"] = bit_diagram(layout, decoded.id);
   return dump(json);
 }
 
@@ -194,24 +196,20 @@ std::string tags_json(const std::vector<TagInfo>& tags) {
 }
 
 Result<TagSpec> parse_tag_spec(std::string_view body) {
-  Result<Json> json = parse_object(body, R"({"tag":"order","step":1000})");
-  if (!json.ok()) return json.status();
+  IDFORGE_ASSIGN_OR_RETURN(Json json, parse_object(body, R"({"tag":"order","step":1000})"));
   TagSpec spec;
   bool has_tag = false;
-  for (const auto& [key, value] : json->items()) {
+  for (const auto& [key, value] : json.items()) {
     if (key == "tag") {
-      Result<std::string> name = json_string(value, key);
-      if (!name.ok()) return name.status();
-      spec.name = std::move(*name);
+      IDFORGE_ASSIGN_OR_RETURN(std::string name, json_string(value, key));
+      spec.name = std::move(name);
       has_tag = true;
     } else if (key == "step" || key == "start") {
-      Result<uint64_t> number = json_u64(value, key);
-      if (!number.ok()) return number.status();
-      (key == "step" ? spec.step : spec.start) = *number;
+      IDFORGE_ASSIGN_OR_RETURN(uint64_t number, json_u64(value, key));
+      (key == "step" ? spec.step : spec.start) = number;
     } else if (key == "serial_template" || key == "description") {
-      Result<std::string> text = json_string(value, key);
-      if (!text.ok()) return text.status();
-      (key == "description" ? spec.description : spec.serial_template) = std::move(*text);
+      IDFORGE_ASSIGN_OR_RETURN(std::string text, json_string(value, key));
+      (key == "description" ? spec.description : spec.serial_template) = std::move(text);
     } else {
       return Status::InvalidArgument(
           "unknown key " + quote_text(key, '"') +
@@ -223,12 +221,11 @@ Result<TagSpec> parse_tag_spec(std::string_view body) {
 }
 
 Result<uint64_t> parse_step_body(std::string_view body) {
-  Result<Json> json = parse_object(body, R"({"step":5000})");
-  if (!json.ok()) return json.status();
-  if (json->size() != 1 || !json->contains("step")) {
+  IDFORGE_ASSIGN_OR_RETURN(Json json, parse_object(body, R"({"step":5000})"));
+  if (json.size() != 1 || !json.contains("step")) {
     return Status::InvalidArgument(R"(the body must be {"step":N} and nothing else)");
   }
-  return json_u64((*json)["step"], "step");
+  return json_u64(json["step"], "step");
 }
 
 }  // namespace idforge::server

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/text.h"
+
 namespace idforge::server {
 namespace {
 
@@ -39,29 +41,8 @@ bool is_value_char(char c) {
   return u == '\t' || (u >= 0x20 && u != 0x7f);
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// `lower_text` must be lower-case.
-bool iequals(std::string_view text, std::string_view lower_text) {
-  if (text.size() != lower_text.size()) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (lower(text[i]) != lower_text[i]) return false;
-  }
-  return true;
-}
-
-bool istarts_with(std::string_view text, std::string_view lower_prefix) {
-  return text.size() >= lower_prefix.size() &&
-         iequals(text.substr(0, lower_prefix.size()), lower_prefix);
-}
+// HTTP's optional whitespace (OWS): spaces and tabs.
+constexpr std::string_view kOws = " \t";
 
 HttpMethod method_of(std::string_view text) {
   static constexpr std::pair<std::string_view, HttpMethod> kMethods[] = {
@@ -133,9 +114,9 @@ Error parse_target(std::string_view target, HttpRequest* request) {
   if (target.front() != '/') {
     // absolute-form: "http://host:port/path?query"; the authority is not used.
     size_t scheme = 0;
-    if (istarts_with(target, "http://")) {
+    if (text::starts_with_ignore_case(target, "http://")) {
       scheme = 7;
-    } else if (istarts_with(target, "https://")) {
+    } else if (text::starts_with_ignore_case(target, "https://")) {
       scheme = 8;
     } else {
       return {kBadRequest, "malformed request target"};
@@ -200,9 +181,9 @@ struct HeaderFacts {
 void parse_connection(std::string_view value, HeaderFacts* facts) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    std::string_view item = trim(value.substr(0, comma));
-    if (iequals(item, "close")) facts->close = true;
-    if (iequals(item, "keep-alive")) facts->keep_alive = true;
+    std::string_view item = text::trim(value.substr(0, comma), kOws);
+    if (text::equals_ignore_case(item, "close")) facts->close = true;
+    if (text::equals_ignore_case(item, "keep-alive")) facts->keep_alive = true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -210,33 +191,33 @@ void parse_connection(std::string_view value, HeaderFacts* facts) {
 
 Error parse_header(std::string_view line, const HttpLimits& limits, HttpRequest* request,
                    HeaderFacts* facts) {
-  if (is_space(line.front())) return {kBadRequest, "folded header line"};
+  if (kOws.find(line.front()) != std::string_view::npos) return {kBadRequest, "folded header line"};
   size_t colon = line.find(':');
   if (colon == std::string_view::npos) return {kBadRequest, "header line without a colon"};
   std::string_view name = line.substr(0, colon);
   if (!is_token(name)) return {kBadRequest, "malformed header name"};
-  std::string_view value = trim(line.substr(colon + 1));
+  std::string_view value = text::trim(line.substr(colon + 1), kOws);
   if (!std::all_of(value.begin(), value.end(), is_value_char)) {
     return {kBadRequest, "control character in a header value"};
   }
   switch (name.size()) {
     case 4:
-      if (iequals(name, "host")) {
+      if (text::equals_ignore_case(name, "host")) {
         ++facts->hosts;
         request->host = value;
       }
       break;
     case 10:
-      if (iequals(name, "connection")) parse_connection(value, facts);
+      if (text::equals_ignore_case(name, "connection")) parse_connection(value, facts);
       break;
     case 13:
-      if (iequals(name, "authorization") && !facts->has_authorization) {
+      if (text::equals_ignore_case(name, "authorization") && !facts->has_authorization) {
         facts->has_authorization = true;
         request->authorization = value;
       }
       break;
     case 14:
-      if (iequals(name, "content-length")) {
+      if (text::equals_ignore_case(name, "content-length")) {
         uint64_t length = 0;
         if (!parse_content_length(value, limits.max_body, &length)) {
           return {kBadRequest, "malformed Content-Length"};
@@ -249,7 +230,7 @@ Error parse_header(std::string_view line, const HttpLimits& limits, HttpRequest*
       }
       break;
     case 17:
-      if (iequals(name, "transfer-encoding")) facts->transfer_encoding = true;
+      if (text::equals_ignore_case(name, "transfer-encoding")) facts->transfer_encoding = true;
       break;
     default:
       break;

@@ -46,6 +46,30 @@ size_t utf8_sequence(std::string_view text) {
 
 }  // namespace
 
+int http_status_of(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+      return 409;
+    case StatusCode::kUnavailable:
+    case StatusCode::kClockBackwards:
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kLeaseLost:
+      return 503;
+    case StatusCode::kIoError:
+    case StatusCode::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
 std::string_view reason_phrase(int status) {
   switch (status) {
     case 200:

@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "idforge/status.h"
-#include "server/metrics.h"
 
 namespace idforge::server {
 
@@ -22,6 +21,10 @@ struct ReplyMode {
   bool close = false;       // `Connection: close`; the connection ends after the answer
   bool keep_alive = false;  // an HTTP/1.0 client asked to keep the connection: confirm it
 };
+
+// The HTTP status an error answers with (docs/api.md); the RESP front end counts its
+// errors by it too.
+int http_status_of(StatusCode code);
 
 // "OK", "Not Found", ...; "Unknown" for a status without a phrase here.
 std::string_view reason_phrase(int status);

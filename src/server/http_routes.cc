@@ -7,7 +7,9 @@
 #include <span>
 #include <utility>
 
-#include "idforge/quote.h"
+#include "core/parse_u64.h"
+#include "core/quote.h"
+#include "core/text.h"
 #include "idforge/time_format.h"
 #include "server/http_json.h"
 #include "server/web_assets.h"
@@ -79,19 +81,17 @@ Result<std::string_view> param(const QueryParams& query, std::string_view key) {
 }
 
 Result<uint64_t> count_of(Call& c) {
-  Result<std::string_view> text = param(c.s.query, "count");
-  if (!text.ok()) return text.status();
-  return parse_request_count(*text, c.service.config().max_count);
+  IDFORGE_ASSIGN_OR_RETURN(std::string_view text, param(c.s.query, "count"));
+  return parse_request_count(text, c.service.config().max_count);
 }
 
 enum class IdFormat { kJson, kText, kBare };
 
 Result<IdFormat> format_of(Call& c) {
-  Result<std::string_view> text = param(c.s.query, "format");
-  if (!text.ok()) return text.status();
-  if (text->empty() || *text == "json") return IdFormat::kJson;
-  if (*text == "text") return IdFormat::kText;
-  return Status::InvalidArgument("format must be json or text, got " + quote_text(*text));
+  IDFORGE_ASSIGN_OR_RETURN(std::string_view text, param(c.s.query, "format"));
+  if (text.empty() || text == "json") return IdFormat::kJson;
+  if (text == "text") return IdFormat::kText;
+  return Status::InvalidArgument("format must be json or text, got " + quote_text(text));
 }
 
 std::string_view content_type(IdFormat format) {
@@ -199,11 +199,9 @@ struct IdRequest {
 };
 
 Result<IdRequest> id_request(Call& c) {
-  Result<uint64_t> count = count_of(c);
-  if (!count.ok()) return count.status();
-  Result<IdFormat> format = format_of(c);
-  if (!format.ok()) return format.status();
-  return IdRequest{*count, *format};
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t count, count_of(c));
+  IDFORGE_ASSIGN_OR_RETURN(IdFormat format, format_of(c));
+  return IdRequest{count, format};
 }
 
 RouteOutcome snowflake(Call& c) {
@@ -266,9 +264,8 @@ RouteOutcome serial(Call& c) {
 // --- decode and compose ---
 
 Result<Layout> layout_of(Call& c) {
-  Result<std::string_view> name = param(c.s.query, "layout");
-  if (!name.ok()) return name.status();
-  return c.service.layout_named(*name);
+  IDFORGE_ASSIGN_OR_RETURN(std::string_view name, param(c.s.query, "layout"));
+  return c.service.layout_named(name);
 }
 
 RouteOutcome decode(Call& c) {
@@ -334,12 +331,7 @@ RouteOutcome readyz(Call& c) {
 bool authorized(const IdService& service, std::string_view header) {
   const std::string& token = service.config().admin_token;
   constexpr std::string_view kScheme = "bearer ";
-  if (header.size() < kScheme.size()) return false;
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    char ch = header[i];
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-    if (ch != kScheme[i]) return false;
-  }
+  if (!text::starts_with_ignore_case(header, kScheme)) return false;
   std::string_view given = header.substr(kScheme.size());
   while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
   if (given.size() != token.size()) return false;

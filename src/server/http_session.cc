@@ -17,10 +17,6 @@ constexpr int kHttp = 0;  // Metrics protocol index
 
 using SteadyClock = std::chrono::steady_clock;
 
-double seconds_since(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
-
 std::string_view protocol_error_code(int status) {
   switch (status) {
     case 408:

@@ -13,6 +13,7 @@
 #include "server/service_health.h"
 #include "server/service_segments.h"
 #include "server/service_snowflake.h"
+#include "store/store_common.h"
 #include "store/store_set.h"
 #include "store/zoneinfo.h"
 
@@ -25,12 +26,6 @@ std::string default_identity() {
   char host[HOST_NAME_MAX + 1] = {};
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost:serve";
   return std::string(host) + ":serve";
-}
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -108,19 +103,17 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   const ServiceConfig& c = service->config_;
   Impl& impl = *service->impl_;
   if (!c.serial_zone.empty()) {
-    Result<TimeZone> zone = store::load_time_zone(c.serial_zone);
-    if (!zone.ok()) return zone.status();
-    impl.zone = std::move(zone).value();
+    IDFORGE_ASSIGN_OR_RETURN(TimeZone zone, store::load_time_zone(c.serial_zone));
+    impl.zone = std::move(zone);
   }
   IDFORGE_RETURN_IF_ERROR(store::ensure_data_dir(c.data_dir));
 
   // Every range is guarded (store_guard.h): what this node served of each tag is kept
   // in the data directory, and a store whose history changed moves its tags forward.
-  Result<std::unique_ptr<store::ServedMarks>> marks =
-      store::ServedMarks::open(store::served_marks_path(c.data_dir));
-  if (!marks.ok()) return marks.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<store::ServedMarks> marks,
+                           store::ServedMarks::open(store::served_marks_path(c.data_dir)));
   store::StoreSafety safety;
-  safety.marks = marks->get();
+  safety.marks = marks.get();
   safety.margin = c.failover_margin;
   safety.max_step = c.max_step;
   safety.allow_unsafe = c.allow_unsafe_store;
@@ -128,19 +121,17 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
     std::fprintf(stderr, "idforge serve: %s\n", line.c_str());
     std::fflush(stderr);
   };
-  Result<std::vector<store::OpenedStore>> stores =
-      store::open_stores(c.store_urls, c.data_dir, safety);
-  if (!stores.ok()) return stores.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::vector<store::OpenedStore> stores,
+                           store::open_stores(c.store_urls, c.data_dir, safety));
   SegmentPartOptions segment_options;
   segment_options.wait_ms = c.segment_wait_ms;
   segment_options.max_step = c.max_step;
-  impl.segments =
-      SegmentPart::start(std::move(stores).value(), std::move(marks).value(), segment_options);
+  impl.segments = SegmentPart::start(std::move(stores), std::move(marks), segment_options);
 
-  Result<std::unique_ptr<SnowflakePart>> snowflake =
-      SnowflakePart::start(c, c.identity.empty() ? default_identity() : c.identity);
-  if (!snowflake.ok()) return snowflake.status();
-  impl.snowflake = std::move(snowflake).value();
+  IDFORGE_ASSIGN_OR_RETURN(
+      std::unique_ptr<SnowflakePart> snowflake,
+      SnowflakePart::start(c, c.identity.empty() ? default_identity() : c.identity));
+  impl.snowflake = std::move(snowflake);
   impl.health = std::make_unique<ServiceHealth>(*impl.snowflake, *impl.segments);
   return service;
 }
@@ -183,7 +174,7 @@ void IdService::ulid(std::span<Ulid> out) {
 }
 
 Result<std::string> IdService::serial(std::string_view tag) {
-  Result<std::string> made = impl_->segments->serial(tag, now_unix_ms(), impl_->zone);
+  Result<std::string> made = impl_->segments->serial(tag, store::now_unix_ms(), impl_->zone);
   if (made.ok()) metrics_.record_ids(IdKind::kSerial, 1);
   return made;
 }
@@ -216,7 +207,8 @@ ServiceStatus IdService::status() const {
   s.uptime_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - impl_->started).count();
   impl_->snowflake->fill_status(s);
-  s.time_left_ms = std::max<int64_t>(0, config_.layout.capacity().last_unix_ms - now_unix_ms());
+  s.time_left_ms =
+      std::max<int64_t>(0, config_.layout.capacity().last_unix_ms - store::now_unix_ms());
   s.stores = impl_->segments->stores();
   s.tags = impl_->segments->tags();
   s.served = impl_->segments->served();

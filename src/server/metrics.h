@@ -42,12 +42,15 @@ enum class Route {
 };
 std::string_view route_name(Route route);
 
-// The HTTP status an error answers with (docs/api.md); RESP counts its errors by it too.
-int http_status_of(StatusCode code);
-
 // Latency buckets (seconds) of the request histogram.
 inline constexpr std::array<double, 12> kLatencyBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5};
+
+// Seconds from `start` to now on the steady clock: a request's latency for
+// Metrics::record_request.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 class Metrics {
  public:

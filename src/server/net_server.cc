@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "idforge/quote.h"
+#include "core/quote.h"
 #include "server/net_connection.h"
 
 namespace idforge::server {
@@ -259,13 +259,12 @@ NetServer::~NetServer() { shutdown(std::chrono::milliseconds(0)); }
 
 Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
                                    SessionFactory factory) {
-  Result<Endpoint> parsed = parse_endpoint(endpoint);
-  if (!parsed.ok()) return parsed.status();
+  IDFORGE_ASSIGN_OR_RETURN(Endpoint parsed, parse_endpoint(endpoint));
   std::lock_guard<std::mutex> lock(impl_->control);
   if (impl_->state == Impl::State::kStopped) {
     return Status::Unavailable(fmt::format("{}: the server is shut down", name));
   }
-  const std::string& host = parsed->host;
+  const std::string& host = parsed.host;
   // localhost means the IPv4 loopback: no resolver, and the same address on every host.
   boost::system::error_code ec;
   const asio::ip::address address =
@@ -273,10 +272,10 @@ Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
                           : asio::ip::make_address(host, ec);  // checked by parse_endpoint
   Loop& loop = *impl_->loops[impl_->listeners.size() % impl_->loops.size()];
   auto listener = std::make_unique<Listener>(loop, name, std::move(factory));
-  tcp::acceptor::endpoint_type bind_to(address, parsed->port);
+  tcp::acceptor::endpoint_type bind_to(address, parsed.port);
   auto fail = [&](std::string_view what) {
     return Status::IoError(
-        fmt::format("{}: cannot {} {}: {}", name, what, parsed->to_string(), ec.message()));
+        fmt::format("{}: cannot {} {}: {}", name, what, parsed.to_string(), ec.message()));
   };
   if (listener->acceptor.open(bind_to.protocol(), ec)) return fail("open a socket for");
   listener->acceptor.set_option(asio::socket_base::reuse_address(true), ec);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "idforge/quote.h"
+#include "core/quote.h"
 
 namespace idforge::server {
 namespace {

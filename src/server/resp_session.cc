@@ -16,9 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "idforge/quote.h"
+#include "core/quote.h"
+#include "core/text.h"
 #include "idforge/time_format.h"
+#include "server/metrics.h"
 #include "server/resp_parser.h"
+#include "server/resp_reply.h"
 
 #ifndef IDFORGE_VERSION
 #define IDFORGE_VERSION "0.0.0"
@@ -29,75 +32,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Args = std::span<const std::string_view>;
+using resp::put_bulk;
+using resp::put_error;
+using resp::put_ids;
+using resp::put_number;
+using resp::put_simple;
+using resp::put_status;
+using text::ascii_lower;
 constexpr int kResp = 1;  // Metrics' protocol index
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// --- Reply writers: append one RESP value to `out`. ---
-
-template <typename Int>
-void put_number(std::string& out, char type, Int value) {
-  char buf[32];
-  buf[0] = type;
-  char* end = std::to_chars(buf + 1, buf + sizeof(buf) - 2, value).ptr;
-  *end++ = '\r';
-  *end++ = '\n';
-  out.append(buf, static_cast<size_t>(end - buf));
-}
-
-void put_simple(std::string& out, std::string_view text) {
-  out += '+';
-  out += text;
-  out += "\r\n";
-}
-
-void put_bulk(std::string& out, std::string_view text) {
-  put_number(out, '$', text.size());
-  out += text;
-  out += "\r\n";
-}
-
-// An error line cannot hold CR or LF; Redis turns them into spaces too.
-void put_error(std::string& out, std::string_view text) {
-  out += '-';
-  const size_t from = out.size();
-  out += text;
-  for (size_t i = from; i < out.size(); ++i) {
-    if (out[i] == '\r' || out[i] == '\n') out[i] = ' ';
-  }
-  out += "\r\n";
-}
-
-void put_ids(std::string& out, std::span<const uint64_t> ids, bool as_array) {
-  if (as_array) put_number(out, '*', ids.size());
-  for (uint64_t id : ids) put_number(out, ':', id);
-}
-
-// "-ERR not_found: tag 'x' does not exist"; returns the metrics status.
-int put_status(std::string& out, const Status& status) {
-  put_error(out, fmt::format("ERR {}: {}", status_code_name(status.code()), status.message()));
-  return http_status_of(status.code());
-}
-
-bool iequals(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char c = a[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 // Client names as Redis allows them: printable, no spaces.
 bool valid_client_name(std::string_view name) {
@@ -206,7 +148,7 @@ constexpr CommandSpec kCommands[] = {
 
 const CommandSpec* find_command(std::string_view name) {
   for (const CommandSpec& spec : kCommands) {
-    if (iequals(name, spec.name)) return &spec;
+    if (text::equals_ignore_case(name, spec.name)) return &spec;
   }
   return nullptr;
 }
@@ -301,9 +243,9 @@ Answer RespSession::hello(Args args, std::string& out) {
     proto = static_cast<int>(version);
     for (size_t i = 2; i < args.size();) {
       // AUTH is accepted and ignored: the server has no users or passwords.
-      if (iequals(args[i], "auth") && i + 2 < args.size()) {
+      if (text::equals_ignore_case(args[i], "auth") && i + 2 < args.size()) {
         i += 3;
-      } else if (iequals(args[i], "setname") && i + 1 < args.size()) {
+      } else if (text::equals_ignore_case(args[i], "setname") && i + 1 < args.size()) {
         if (!valid_client_name(args[i + 1])) {
           put_error(out, "ERR Client names cannot contain spaces, newlines or special characters.");
           return {400};
@@ -496,7 +438,7 @@ Answer RespSession::info(Args args, std::string& out) {
     for (std::string_view section : kSections) put_info(section, body);
   } else {
     for (size_t i = 1; i < args.size(); ++i) {
-      const std::string name = lower(args[i]);
+      const std::string name = ascii_lower(args[i]);
       if (name == "all" || name == "everything" || name == "default") {
         body.clear();
         for (std::string_view section : kSections) put_info(section, body);
@@ -513,19 +455,20 @@ Answer RespSession::command(Args args, std::string& out) {
   // Just enough for redis-cli and client libraries that ask at start-up.
   if (args.size() == 1) {
     out += "*0\r\n";
-  } else if (iequals(args[1], "docs")) {
+  } else if (text::equals_ignore_case(args[1], "docs")) {
     put_map(out, 0);
-  } else if (iequals(args[1], "count") && args.size() == 2) {
+  } else if (text::equals_ignore_case(args[1], "count") && args.size() == 2) {
     put_number(out, ':', std::size(kCommands));
-  } else if (iequals(args[1], "list") && args.size() == 2) {
+  } else if (text::equals_ignore_case(args[1], "list") && args.size() == 2) {
     put_number(out, '*', std::size(kCommands));
     for (const CommandSpec& spec : kCommands) put_bulk(out, spec.name);
-  } else if (iequals(args[1], "info")) {
+  } else if (text::equals_ignore_case(args[1], "info")) {
     put_number(out, '*', args.size() - 2);
     for (size_t i = 2; i < args.size(); ++i) put_null(out);
-  } else if (iequals(args[1], "count") || iequals(args[1], "list")) {
-    put_error(
-        out, fmt::format("ERR wrong number of arguments for 'command|{}' command", lower(args[1])));
+  } else if (text::equals_ignore_case(args[1], "count") ||
+             text::equals_ignore_case(args[1], "list")) {
+    put_error(out, fmt::format("ERR wrong number of arguments for 'command|{}' command",
+                               ascii_lower(args[1])));
     return {400};
   } else {
     put_error(out,
@@ -538,34 +481,36 @@ Answer RespSession::command(Args args, std::string& out) {
 Answer RespSession::client(Args args, std::string& out) {
   const std::string_view sub = args[1];
   size_t arity = 0;  // 0: unknown subcommand
-  if (iequals(sub, "setname")) arity = 3;
-  if (iequals(sub, "getname") || iequals(sub, "id") || iequals(sub, "info")) arity = 2;
-  if (iequals(sub, "setinfo")) arity = 4;
+  if (text::equals_ignore_case(sub, "setname")) arity = 3;
+  if (text::equals_ignore_case(sub, "getname") || text::equals_ignore_case(sub, "id") ||
+      text::equals_ignore_case(sub, "info"))
+    arity = 2;
+  if (text::equals_ignore_case(sub, "setinfo")) arity = 4;
   if (arity == 0) {
     put_error(out, fmt::format("ERR unknown subcommand {}. Try CLIENT HELP.", quote_text(sub)));
     return {400};
   }
   if (args.size() != arity) {
-    put_error(out,
-              fmt::format("ERR wrong number of arguments for 'client|{}' command", lower(sub)));
+    put_error(out, fmt::format("ERR wrong number of arguments for 'client|{}' command",
+                               ascii_lower(sub)));
     return {400};
   }
-  if (iequals(sub, "setname")) {
+  if (text::equals_ignore_case(sub, "setname")) {
     if (!valid_client_name(args[2])) {
       put_error(out, "ERR Client names cannot contain spaces, newlines or special characters.");
       return {400};
     }
     name_ = args[2];
     put_simple(out, "OK");
-  } else if (iequals(sub, "getname")) {
+  } else if (text::equals_ignore_case(sub, "getname")) {
     if (name_.empty()) {
       put_null(out);
     } else {
       put_bulk(out, name_);
     }
-  } else if (iequals(sub, "id")) {
+  } else if (text::equals_ignore_case(sub, "id")) {
     put_number(out, ':', id_);
-  } else if (iequals(sub, "info")) {
+  } else if (text::equals_ignore_case(sub, "info")) {
     put_bulk(out, fmt::format("id={} name={} resp={}\n", id_, name_, proto_));
   } else {  // setinfo: library name and version, accepted and not kept
     put_simple(out, "OK");

@@ -200,10 +200,9 @@ Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::
   options.min_step = entry->source.step;
   options.max_step = std::max(entry->source.step, options_.max_step);
   options.wait_ms = options_.wait_ms;
-  Result<std::unique_ptr<SegmentBuffer>> buffer =
-      SegmentBuffer::create(entry->source.source, options);
-  if (!buffer.ok()) return buffer.status();
-  entry->buffer = std::move(buffer).value();
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
+                           SegmentBuffer::create(entry->source.source, options));
+  entry->buffer = std::move(buffer);
   for (store::OpenedStore& o : stores_) {
     if (!o.store) continue;
     Result<TagInfo> info = o.store->get_tag(name);
@@ -271,29 +270,27 @@ Result<size_t> SegmentPart::try_next(std::string_view tag, std::span<uint64_t> o
 }
 
 Status SegmentPart::next(std::string_view tag, std::span<uint64_t> out) {
-  Result<TagEntry*> entry = entry_for(tag);
-  if (!entry.ok()) return entry.status();
-  Status made = (*entry)->buffer->next_batch(out);
+  IDFORGE_ASSIGN_OR_RETURN(auto* entry, entry_for(tag));
+  Status made = entry->buffer->next_batch(out);
   if (!made.ok()) note_request(made);
   return made;
 }
 
 Result<std::string> SegmentPart::serial(std::string_view tag, int64_t unix_ms,
                                         const TimeZone& zone) {
-  Result<TagEntry*> entry = entry_for(tag);
-  if (!entry.ok()) return entry.status();
-  if (!(*entry)->serial) {
+  IDFORGE_ASSIGN_OR_RETURN(auto* entry, entry_for(tag));
+  if (!entry->serial) {
     return Status::InvalidArgument(
         fmt::format("tag '{}' has no serial template; create it with "
                     "`idforge tag create {} --template 'PREFIX{{yyyyMMdd}}{{seq:08}}'`",
                     tag, tag));
   }
-  Result<uint64_t> seq = (*entry)->buffer->next();
+  Result<uint64_t> seq = entry->buffer->next();
   if (!seq.ok()) {
     note_request(seq.status());
     return seq.status();
   }
-  return (*entry)->serial->format(*seq, unix_ms, zone);
+  return entry->serial->format(*seq, unix_ms, zone);
 }
 
 std::vector<TagStatus> SegmentPart::tags() const {

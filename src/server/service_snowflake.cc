@@ -6,6 +6,8 @@
 #include <chrono>
 #include <utility>
 
+#include "core/snowflake_impl.h"
+
 namespace idforge::server {
 namespace {
 
@@ -67,12 +69,13 @@ Status SnowflakePart::open_lease() {
   options.max_wait_ms = config_.max_wait_ms;
   // Requests never write the mark (a coordinator round trip on an event loop); this
   // part's thread does, at once when a request asks.
-  options.store_on_next = false;
-  options.reservation_wanted = [this] { wake(); };
+  SnowflakeInternals internals;
+  internals.store_on_next = false;
+  internals.reservation_wanted = [this] { wake(); };
   // The mark is kept a whole fence window ahead on a coordinator lease, so an outage the
   // lease survives stops no request.
-  Result<SnowflakeGenerator*> made =
-      (*held)->make_generator(std::move(options), coord::MarkReserve::kRideOutOutages);
+  Result<SnowflakeGenerator*> made = (*held)->make_generator(
+      std::move(options), coord::MarkReserve::kRideOutOutages, std::move(internals));
   if (!made.ok()) return made.status();
   // The reservation made at creation may have run out while a start delay was waited
   // out: renew it before the generator is used (and counted ready).

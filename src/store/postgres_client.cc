@@ -186,12 +186,11 @@ PgClient::PgClient(std::string url, std::string shown)
 Result<Answer> PgClient::run(const char* sql, const std::vector<std::string>& params,
                              std::string_view doing, std::string* sqlstate) {
   for (int attempt = 0;; ++attempt) {
-    Result<ConnectionPool<PgConn>::Lease> lease = pool_.acquire();
-    if (!lease.ok()) return lease.status();
+    IDFORGE_ASSIGN_OR_RETURN(ConnectionPool<PgConn>::Lease lease, pool_.acquire());
     const auto started = std::chrono::steady_clock::now();
-    Answer answer = (*lease)->run(sql, params);
+    Answer answer = lease->run(sql, params);
     if (answer.error.empty()) return answer;
-    if ((*lease)->broken() && lease->reused() && attempt == 0 &&
+    if (lease->broken() && lease.reused() && attempt == 0 &&
         std::chrono::steady_clock::now() - started < kStaleFailure) {
       continue;
     }

@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "store/store_common.h"
+
 namespace idforge::store {
 namespace {
-
-constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 // On a standby pg_current_wal_lsn() fails; the CASE keeps that from failing the whole
 // statement so the answer can say what the server is.
@@ -66,11 +65,6 @@ constexpr const char* kReplicasSql =
     " count(*) FILTER (WHERE sync_state IS NULL), count(*)"
     " FROM pg_stat_replication";
 
-int64_t now_unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string place_text(uint32_t index, uint32_t count) {
   return fmt::format("{}/{}", index, count);
 }
@@ -90,18 +84,17 @@ Result<std::string> pg_identity_text(const std::string& sysid, const std::string
 }
 
 Result<StoreIdentity> pg_identity(PgClient& db) {
-  Result<Answer> got = db.run(kIdentitySql, {}, "reading the server's identity");
-  if (!got.ok()) return got.status();
-  const PGresult* r = got->result.get();
+  IDFORGE_ASSIGN_OR_RETURN(Answer got, db.run(kIdentitySql, {}, "reading the server's identity"));
+  const PGresult* r = got.result.get();
   if (PQgetisnull(r, 0, 1)) {
     return Status::Unavailable(fmt::format(
         "{}: the server is a standby (in recovery); the store needs the primary", db.shown()));
   }
-  Result<std::string> current = pg_identity_text(got->text(0, 0), got->text(0, 1), db.shown());
-  if (!current.ok()) return current.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::string current,
+                           pg_identity_text(got.text(0, 0), got.text(0, 1), db.shown()));
   StoreIdentity id;
-  id.current = std::move(current).value();
-  id.recorded = PQgetisnull(r, 0, 2) ? "" : got->text(0, 2);
+  id.current = std::move(current);
+  id.recorded = PQgetisnull(r, 0, 2) ? "" : got.text(0, 2);
   return id;
 }
 
@@ -153,9 +146,8 @@ Status pg_claim_place(PgClient& db, uint32_t index, uint32_t count) {
         fmt::format("store place {} of {}: the index must be below the count", index, count));
   }
   const std::string wanted = place_text(index, count);
-  Result<Answer> got = db.run(kPlaceSql, {wanted}, "recording the store's place");
-  if (!got.ok()) return got.status();
-  const std::string recorded = got->text(0, 0);
+  IDFORGE_ASSIGN_OR_RETURN(Answer got, db.run(kPlaceSql, {wanted}, "recording the store's place"));
+  const std::string recorded = got.text(0, 0);
   if (recorded == wanted) return Status::Ok();
   const size_t slash = recorded.find('/');
   const std::string shown = slash == std::string::npos
@@ -168,11 +160,11 @@ Status pg_claim_place(PgClient& db, uint32_t index, uint32_t count) {
 }
 
 Result<Durability> pg_durability(PgClient& db, uint32_t min_replicas) {
-  Result<Answer> got = db.run(kDurabilitySql, {}, "reading the durability settings");
-  if (!got.ok()) return got.status();
-  const std::string fsync = got->text(0, 0);
-  const std::string commit = got->text(0, 1);
-  const std::string standbys = got->text(0, 2);
+  IDFORGE_ASSIGN_OR_RETURN(Answer got,
+                           db.run(kDurabilitySql, {}, "reading the durability settings"));
+  const std::string fsync = got.text(0, 0);
+  const std::string commit = got.text(0, 1);
+  const std::string standbys = got.text(0, 2);
   Durability d;
   d.summary = fmt::format("fsync={} synchronous_commit={} synchronous_standby_names='{}'", fsync,
                           commit, standbys);
@@ -204,12 +196,12 @@ Status PgReplicaCheck::check(PgClient& db) {
     std::lock_guard lock(mu_);
     if (good_ && std::chrono::steady_clock::now() - good_at_ < kInterval) return Status::Ok();
   }
-  Result<Answer> got = db.run(kReplicasSql, {}, "checking the synchronous standbys");
-  if (!got.ok()) return got.status();
-  const std::string commit = got->text(0, 0);
-  Result<int64_t> synced = parse_pg_int(got->text(0, 1));
-  Result<int64_t> hidden = parse_pg_int(got->text(0, 2));
-  Result<int64_t> senders = parse_pg_int(got->text(0, 3));
+  IDFORGE_ASSIGN_OR_RETURN(Answer got,
+                           db.run(kReplicasSql, {}, "checking the synchronous standbys"));
+  const std::string commit = got.text(0, 0);
+  Result<int64_t> synced = parse_pg_int(got.text(0, 1));
+  Result<int64_t> hidden = parse_pg_int(got.text(0, 2));
+  Result<int64_t> senders = parse_pg_int(got.text(0, 3));
   if (!synced.ok() || !hidden.ok() || !senders.ok()) return synced.status();
   const std::string head =
       fmt::format("{}: min_replicas={} and no range is taken: ", db.shown(), wanted_);

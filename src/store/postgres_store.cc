@@ -8,9 +8,7 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
-#include <chrono>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,12 +17,11 @@
 
 #include "store/postgres_client.h"
 #include "store/postgres_meta.h"
+#include "store/store_common.h"
 #include "store/store_options.h"
 
 namespace idforge::store {
 namespace {
-
-constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 constexpr const char* kColumns = "tag, max_id, step, description, serial_template, updated_at";
 
@@ -57,11 +54,6 @@ constexpr const char* kInsertSql =
 
 constexpr const char* kSetStepSql =
     "UPDATE idforge_segments SET step = $1::bigint, updated_at = $2::bigint WHERE tag = $3";
-
-int64_t now_unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 class PostgresStore final : public SegmentStore {
  public:
@@ -104,16 +96,14 @@ Status PostgresStore::ensure_table(const char* name, const char* create_sql, con
   // The table usually exists: checking first lets an operator create it and grant the
   // service only SELECT/INSERT/UPDATE.
   const std::string exists_sql = fmt::format("SELECT to_regclass('{}') IS NOT NULL", name);
-  Result<Answer> exists = run(exists_sql.c_str(), {}, "looking for the table");
-  if (!exists.ok()) return exists.status();
-  if (exists->text(0, 0) != "t") {
+  IDFORGE_ASSIGN_OR_RETURN(Answer exists, run(exists_sql.c_str(), {}, "looking for the table"));
+  if (exists.text(0, 0) != "t") {
     Result<Answer> made = run(create_sql, {}, fmt::format("creating table {}", name));
     if (!made.ok()) {
       // Two processes starting at once may both try; PostgreSQL's IF NOT EXISTS can
       // then fail on a catalog unique index. The table is there either way.
-      Result<Answer> again = run(exists_sql.c_str(), {}, "looking for the table");
-      if (!again.ok()) return again.status();
-      if (again->text(0, 0) != "t") return made.status();
+      IDFORGE_ASSIGN_OR_RETURN(Answer again, run(exists_sql.c_str(), {}, "looking for the table"));
+      if (again.text(0, 0) != "t") return made.status();
     }
   }
   Result<Answer> shape = run(fmt::format("SELECT {} FROM {} LIMIT 0", columns, name).c_str(), {},
@@ -184,8 +174,7 @@ Result<Segment> PostgresStore::allocate(std::string_view tag, uint64_t step) {
   const PGresult* r = got->result.get();
   if (PQntuples(r) == 0) {
     // No row matched: the tag is unknown, or its row is one the WHERE clause refuses.
-    Result<TagInfo> info = get_tag(tag);
-    if (!info.ok()) return info.status();
+    IDFORGE_RETURN_IF_ERROR(get_tag(tag));
     return Status::IoError(
         fmt::format("{}: tag '{}' cannot be allocated from (edited by hand?)", shown_, tag));
   }
@@ -195,10 +184,10 @@ Result<Segment> PostgresStore::allocate(std::string_view tag, uint64_t step) {
     return Status::Internal(fmt::format("{}: tag '{}' returned max_id '{}' for step '{}'", shown_,
                                         tag, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1)));
   }
-  Result<std::string> identity = pg_identity_text(got->text(0, 2), got->text(0, 3), shown_);
-  if (!identity.ok()) return identity.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::string identity,
+                           pg_identity_text(got->text(0, 2), got->text(0, 3), shown_));
   const auto count = static_cast<uint64_t>(*used);
-  return Segment{static_cast<uint64_t>(*max_id) - count + 1, count, 1, std::move(identity).value()};
+  return Segment{static_cast<uint64_t>(*max_id) - count + 1, count, 1, std::move(identity)};
 }
 
 Status PostgresStore::create_tag(const TagSpec& spec) {
@@ -222,39 +211,37 @@ Status PostgresStore::create_tag(const TagSpec& spec) {
 }
 
 Result<std::vector<TagInfo>> PostgresStore::list_tags() {
-  Result<Answer> got =
-      run(fmt::format("SELECT {} FROM idforge_segments ORDER BY tag", kColumns).c_str(), {},
-          "listing tags");
-  if (!got.ok()) return got.status();
-  const PGresult* r = got->result.get();
+  IDFORGE_ASSIGN_OR_RETURN(
+      Answer got, run(fmt::format("SELECT {} FROM idforge_segments ORDER BY tag", kColumns).c_str(),
+                      {}, "listing tags"));
+  const PGresult* r = got.result.get();
   std::vector<TagInfo> tags;
   tags.reserve(static_cast<size_t>(PQntuples(r)));
   for (int i = 0; i < PQntuples(r); ++i) {
-    Result<TagInfo> info = read_row(r, i);
-    if (!info.ok()) return info.status();
-    tags.push_back(std::move(info).value());
+    IDFORGE_ASSIGN_OR_RETURN(TagInfo info, read_row(r, i));
+    tags.push_back(std::move(info));
   }
   return tags;
 }
 
 Result<TagInfo> PostgresStore::get_tag(std::string_view name) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
-  Result<Answer> got =
+  IDFORGE_ASSIGN_OR_RETURN(
+      Answer got,
       run(fmt::format("SELECT {} FROM idforge_segments WHERE tag = $1", kColumns).c_str(),
-          {std::string(name)}, fmt::format("reading tag '{}'", name));
-  if (!got.ok()) return got.status();
-  if (PQntuples(got->result.get()) == 0) return unknown_tag(name);
-  return read_row(got->result.get(), 0);
+          {std::string(name)}, fmt::format("reading tag '{}'", name)));
+  if (PQntuples(got.result.get()) == 0) return unknown_tag(name);
+  return read_row(got.result.get(), 0);
 }
 
 Status PostgresStore::set_step(std::string_view name, uint64_t step) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
   IDFORGE_RETURN_IF_ERROR(validate_step(step));
-  Result<Answer> got =
+  IDFORGE_ASSIGN_OR_RETURN(
+      Answer got,
       run(kSetStepSql, {std::to_string(step), std::to_string(now_unix_ms()), std::string(name)},
-          fmt::format("setting the step of tag '{}'", name));
-  if (!got.ok()) return got.status();
-  if (std::string_view(PQcmdTuples(got->result.get())) == "0") return unknown_tag(name);
+          fmt::format("setting the step of tag '{}'", name)));
+  if (std::string_view(PQcmdTuples(got.result.get())) == "0") return unknown_tag(name);
   return Status::Ok();
 }
 
@@ -265,14 +252,13 @@ Result<std::unique_ptr<SegmentStore>> open_postgres_store(std::string_view url) 
     return Status::InvalidArgument("postgres store URL contains a NUL byte");
   }
   // min_replicas is idforge's own; libpq refuses keys it does not know.
-  Result<UrlOptions> options = take_url_options(url, {"min_replicas"});
-  if (!options.ok()) return options.status();
-  const std::string text = options->rest;
+  IDFORGE_ASSIGN_OR_RETURN(UrlOptions options, take_url_options(url, {"min_replicas"}));
+  const std::string text = options.rest;
   uint32_t min_replicas = 0;
-  if (auto it = options->taken.find("min_replicas"); it != options->taken.end()) {
-    Result<uint32_t> n = parse_option_number(it->first, it->second, kMaxMinReplicas);
-    if (!n.ok()) return n.status();
-    min_replicas = *n;
+  if (auto it = options.taken.find("min_replicas"); it != options.taken.end()) {
+    IDFORGE_ASSIGN_OR_RETURN(uint32_t n,
+                             parse_option_number(it->first, it->second, kMaxMinReplicas));
+    min_replicas = n;
   }
   // libpq's own URI parser validates the rest and says what is wrong.
   char* why = nullptr;

@@ -7,20 +7,16 @@
 #include <sys/time.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "core/text.h"
 
 namespace idforge::store {
 namespace {
 
 timeval to_timeval(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
-
-bool parse_int(std::string_view text, int* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
 
 // hiredis writes with plain write(): on a connection the server has reset, that raises
 // SIGPIPE, which would end the whole process. While a command runs, SIGPIPE is blocked
@@ -91,29 +87,26 @@ Result<std::unique_ptr<RedisConnection>> RedisConnection::connect(
 
   auto expect_ok = [&](const std::vector<std::string>& args,
                        std::string_view doing) -> Result<RedisReplyPtr> {
-    Result<RedisReplyPtr> r = conn->command(args);
-    if (!r.ok()) return r.status();
-    if ((*r)->type == REDIS_REPLY_ERROR) return redis_error_status(shown, r->get(), doing);
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr r, conn->command(args));
+    if (r->type == REDIS_REPLY_ERROR) return redis_error_status(shown, r.get(), doing);
     return r;
   };
   if (!target.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
     if (!target.user.empty()) auth.push_back(target.user);
     auth.push_back(target.password);
-    Result<RedisReplyPtr> r = expect_ok(auth, "AUTH");
-    if (!r.ok()) return r.status();
+    IDFORGE_RETURN_IF_ERROR(expect_ok(auth, "AUTH"));
   }
   if (target.db != 0) {
-    Result<RedisReplyPtr> r = expect_ok({"SELECT", std::to_string(target.db)}, "SELECT");
-    if (!r.ok()) return r.status();
+    IDFORGE_RETURN_IF_ERROR(expect_ok({"SELECT", std::to_string(target.db)}, "SELECT"));
   }
   for (const char* script : scripts) {
-    Result<RedisReplyPtr> r = expect_ok({"SCRIPT", "LOAD", script}, "loading a script");
-    if (!r.ok()) return r.status();
-    if ((*r)->type != REDIS_REPLY_STRING) {
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr r,
+                             expect_ok({"SCRIPT", "LOAD", script}, "loading a script"));
+    if (r->type != REDIS_REPLY_STRING) {
       return Status::IoError(fmt::format("{}: SCRIPT LOAD did not return a hash", shown));
     }
-    conn->shas_.emplace_back(reply_text(r->get()));
+    conn->shas_.emplace_back(reply_text(r.get()));
   }
   return conn;
 }
@@ -160,10 +153,9 @@ Result<RedisReplyPtr> RedisConnection::eval(size_t script, const std::vector<std
   std::vector<std::string> cmd = {"EVALSHA", shas_[script], std::to_string(keys.size())};
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
-  Result<RedisReplyPtr> r = command(cmd);
-  if (!r.ok()) return r;
+  IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr r, command(cmd));
   // SCRIPT FLUSH, or a restarted server: send the text, which loads it again.
-  if ((*r)->type == REDIS_REPLY_ERROR && reply_text(r->get()).starts_with("NOSCRIPT")) {
+  if (r->type == REDIS_REPLY_ERROR && reply_text(r.get()).starts_with("NOSCRIPT")) {
     cmd[0] = "EVAL";
     cmd[1] = scripts_[script];
     return command(cmd);
@@ -261,7 +253,7 @@ Result<RedisAddress> ask_sentinel(const RedisAddress& sentinel, const std::strin
   RedisAddress primary;
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
       r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
-      !parse_int(reply_text(r->element[1]), &primary.port)) {
+      !text::parse_int(reply_text(r->element[1]), &primary.port)) {
     return Status::IoError("gave an answer that is not a host and port (not a Sentinel?)");
   }
   primary.host = std::string(reply_text(r->element[0]));
@@ -352,9 +344,8 @@ Result<std::unique_ptr<RedisConnection>> RedisClient::connect_via_sentinels() {
 
 Status RedisClient::ping() {
   return with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> r = c.command({"PING"});
-    if (!r.ok()) return r.status();
-    if ((*r)->type == REDIS_REPLY_ERROR) return redis_error_status(shown_, r->get(), "PING");
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr r, c.command({"PING"}));
+    if (r->type == REDIS_REPLY_ERROR) return redis_error_status(shown_, r.get(), "PING");
     return Status::Ok();
   });
 }

@@ -154,14 +154,13 @@ class RedisClient {
 template <typename Fn>
 auto RedisClient::with_connection(Fn&& fn) -> decltype(fn(std::declval<RedisConnection&>())) {
   for (int attempt = 0;; ++attempt) {
-    Result<ConnectionPool<RedisConnection>::Lease> lease = pool_.acquire();
-    if (!lease.ok()) return lease.status();
+    IDFORGE_ASSIGN_OR_RETURN(ConnectionPool<RedisConnection>::Lease lease, pool_.acquire());
     const auto started = std::chrono::steady_clock::now();
-    auto result = fn(**lease);
-    if (result.ok() || !(*lease)->broken()) return result;
-    note_failure(**lease);
+    auto result = fn(*lease);
+    if (result.ok() || !lease->broken()) return result;
+    note_failure(*lease);
     const bool quick = std::chrono::steady_clock::now() - started < kStaleFailure;
-    if (attempt == 0 && quick && (lease->reused() || target_.via_sentinels())) continue;
+    if (attempt == 0 && quick && (lease.reused() || target_.via_sentinels())) continue;
     return result;
   }
 }

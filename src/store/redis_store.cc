@@ -18,17 +18,16 @@
 #include <hiredis.h>
 
 #include <algorithm>
-#include <charconv>
-#include <chrono>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/text.h"
 #include "store/redis_connection.h"
+#include "store/store_common.h"
 #include "store/store_options.h"
 
 namespace idforge::store {
@@ -37,7 +36,6 @@ namespace {
 constexpr int kConnectTimeoutMs = 3000;
 constexpr int kCommandTimeoutMs = 5000;
 constexpr size_t kMaxConnections = 4;
-constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 constexpr std::string_view kKeyPrefix = "idforge:seg:";
 constexpr std::string_view kTagSetKey = "idforge:tags";
 constexpr std::string_view kMetaKey = "idforge:meta";
@@ -135,18 +133,7 @@ enum Script { kAllocate, kCreate, kSetStep, kAdopt, kPlace, kScriptCount };
 constexpr const char* kScripts[kScriptCount] = {kAllocateLua, kCreateLua, kSetStepLua, kAdoptLua,
                                                 kPlaceLua};
 
-int64_t now_unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string tag_key(std::string_view tag) { return std::string(kKeyPrefix) + std::string(tag); }
-
-template <typename Int>
-bool parse_int(std::string_view text, Int* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
 
 // What the URL's query may say (docs/stores.md).
 struct RedisStoreOptions {
@@ -203,9 +190,8 @@ Result<Segment> RedisStore::allocate(std::string_view tag, uint64_t step) {
   const std::vector<std::string> keys = {tag_key(tag)};
   const std::vector<std::string> args = {std::to_string(step), std::to_string(now_unix_ms())};
   return with_connection([&](RedisConnection& c) -> Result<Segment> {
-    Result<RedisReplyPtr> got = c.eval(kAllocate, keys, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kAllocate, keys, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_NIL) return unknown_tag(tag);
     if (r->type == REDIS_REPLY_ERROR) {
       const std::string_view text = reply_text(r);
@@ -225,8 +211,8 @@ Result<Segment> RedisStore::allocate(std::string_view tag, uint64_t step) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[2]->type != REDIS_REPLY_STRING || r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING ||
-        !parse_int(reply_text(r->element[0]), &max_id) ||
-        !parse_int(reply_text(r->element[1]), &used) || used < 1 || max_id < used) {
+        !text::parse_int(reply_text(r->element[0]), &max_id) ||
+        !text::parse_int(reply_text(r->element[1]), &used) || used < 1 || max_id < used) {
       return Status::Internal(fmt::format(
           "{}: tag '{}': the allocation script returned an unexpected reply", shown_, tag));
     }
@@ -250,9 +236,8 @@ Status RedisStore::create_tag(const TagSpec& spec) {
       spec.name,        std::to_string(spec.start - 1), std::to_string(spec.step),
       spec.description, spec.serial_template,           std::to_string(now_unix_ms())};
   return with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> got = c.eval(kCreate, keys, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kCreate, keys, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) {
       return reply_error(r, fmt::format("creating tag '{}'", spec.name));
     }
@@ -286,14 +271,15 @@ Result<TagInfo> RedisStore::read_hash(std::string_view name, const redisReply* r
   int64_t max_id = -1;
   int64_t step = 0;
   int64_t updated = 0;
-  if (!parse_int(field(0), &max_id) || !parse_int(field(1), &step) || max_id < 0 || step < 1) {
+  if (!text::parse_int(field(0), &max_id) || !text::parse_int(field(1), &step) || max_id < 0 ||
+      step < 1) {
     // Other tools can write these keys; a hand-edited hash must not become a wrong ID.
     return Status::IoError(
         fmt::format("{}: tag '{}' has max_id '{}' and step '{}'; both must be positive "
                     "integers (edited by hand?)",
                     shown_, name, field(0), field(1)));
   }
-  if (!field(4).empty() && !parse_int(field(4), &updated)) updated = 0;
+  if (!field(4).empty() && !text::parse_int(field(4), &updated)) updated = 0;
   info.max_id = static_cast<uint64_t>(max_id);
   info.step = static_cast<uint64_t>(step);
   info.description = std::string(field(2));
@@ -308,9 +294,8 @@ std::vector<std::string> hmget_of(std::string_view name) {
 
 Result<std::vector<TagInfo>> RedisStore::list_tags() {
   return with_connection([&](RedisConnection& c) -> Result<std::vector<TagInfo>> {
-    Result<RedisReplyPtr> got = c.command({"SMEMBERS", std::string(kTagSetKey)});
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.command({"SMEMBERS", std::string(kTagSetKey)}));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "listing tags");
     if (r->type != REDIS_REPLY_ARRAY) {
       return Status::Internal(fmt::format("{}: listing tags: unexpected reply", shown_));
@@ -323,12 +308,11 @@ Result<std::vector<TagInfo>> RedisStore::list_tags() {
     std::vector<std::vector<std::string>> reads;
     reads.reserve(names.size());
     for (const std::string& n : names) reads.push_back(hmget_of(n));
-    Result<std::vector<RedisReplyPtr>> replies = c.pipeline(reads);
-    if (!replies.ok()) return replies.status();
+    IDFORGE_ASSIGN_OR_RETURN(std::vector<RedisReplyPtr> replies, c.pipeline(reads));
     std::vector<TagInfo> tags;
     tags.reserve(names.size());
     for (size_t i = 0; i < names.size(); ++i) {
-      Result<TagInfo> info = read_hash(names[i], (*replies)[i].get());
+      Result<TagInfo> info = read_hash(names[i], replies[i].get());
       // A name whose hash someone deleted is not a tag any more.
       if (!info.ok() && info.status().code() == StatusCode::kNotFound) continue;
       if (!info.ok()) return info.status();
@@ -341,9 +325,8 @@ Result<std::vector<TagInfo>> RedisStore::list_tags() {
 Result<TagInfo> RedisStore::get_tag(std::string_view name) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
   return with_connection([&](RedisConnection& c) -> Result<TagInfo> {
-    Result<RedisReplyPtr> got = c.command(hmget_of(name));
-    if (!got.ok()) return got.status();
-    return read_hash(name, got->get());
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.command(hmget_of(name)));
+    return read_hash(name, got.get());
   });
 }
 
@@ -353,9 +336,8 @@ Status RedisStore::set_step(std::string_view name, uint64_t step) {
   const std::vector<std::string> keys = {tag_key(name)};
   const std::vector<std::string> args = {std::to_string(step), std::to_string(now_unix_ms())};
   return with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> got = c.eval(kSetStep, keys, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kSetStep, keys, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) {
       return reply_error(r, fmt::format("setting the step of tag '{}'", name));
     }
@@ -370,10 +352,10 @@ Status RedisStore::set_step(std::string_view name, uint64_t step) {
 
 Status RedisStore::wait_for_replicas(RedisConnection& c) {
   if (options_.min_replicas == 0) return Status::Ok();
-  Result<RedisReplyPtr> got = c.command(
-      {"WAIT", std::to_string(options_.min_replicas), std::to_string(options_.replica_wait_ms)});
-  if (!got.ok()) return got.status();
-  const redisReply* r = got->get();
+  IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got,
+                           c.command({"WAIT", std::to_string(options_.min_replicas),
+                                      std::to_string(options_.replica_wait_ms)}));
+  const redisReply* r = got.get();
   if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "waiting for replicas");
   if (r->type != REDIS_REPLY_INTEGER) {
     return Status::Internal(fmt::format("{}: WAIT: unexpected reply", shown_));
@@ -391,11 +373,11 @@ Status RedisStore::wait_for_replicas(RedisConnection& c) {
 
 Result<StoreIdentity> RedisStore::identity() {
   return with_connection([&](RedisConnection& c) -> Result<StoreIdentity> {
-    Result<std::vector<RedisReplyPtr>> got =
-        c.pipeline({{"INFO", "replication"}, {"HGET", std::string(kMetaKey), "identity"}});
-    if (!got.ok()) return got.status();
-    const redisReply* info = (*got)[0].get();
-    const redisReply* recorded = (*got)[1].get();
+    IDFORGE_ASSIGN_OR_RETURN(
+        std::vector<RedisReplyPtr> got,
+        c.pipeline({{"INFO", "replication"}, {"HGET", std::string(kMetaKey), "identity"}}));
+    const redisReply* info = got[0].get();
+    const redisReply* recorded = got[1].get();
     if (info->type == REDIS_REPLY_ERROR) return reply_error(info, "INFO replication");
     if (recorded->type == REDIS_REPLY_ERROR) {
       return reply_error(recorded, "reading the recorded identity");
@@ -437,9 +419,8 @@ Result<bool> RedisStore::adopt_identity(const IdentityChange& change) {
     args.push_back(std::to_string(floor));
   }
   return with_connection([&](RedisConnection& c) -> Result<bool> {
-    Result<RedisReplyPtr> got = c.eval(kAdopt, keys, args);
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kAdopt, keys, args));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) {
       const std::string_view text = reply_text(r);
       if (text.starts_with("IDFORGE_OVERFLOW")) {
@@ -469,9 +450,8 @@ Status RedisStore::claim_place(uint32_t index, uint32_t count) {
   }
   const std::string wanted = fmt::format("{}/{}", index, count);
   return with_connection([&](RedisConnection& c) -> Status {
-    Result<RedisReplyPtr> got = c.eval(kPlace, {std::string(kMetaKey)}, {wanted});
-    if (!got.ok()) return got.status();
-    const redisReply* r = got->get();
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kPlace, {std::string(kMetaKey)}, {wanted}));
+    const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "recording the store's place");
     if (r->type != REDIS_REPLY_STRING) {
       return Status::Internal(fmt::format("{}: recording the place: unexpected reply", shown_));
@@ -491,9 +471,9 @@ Status RedisStore::claim_place(uint32_t index, uint32_t count) {
 
 Result<Durability> RedisStore::durability() {
   return with_connection([&](RedisConnection& c) -> Result<Durability> {
-    Result<std::vector<RedisReplyPtr>> got =
-        c.pipeline({{"CONFIG", "GET", "appendonly"}, {"CONFIG", "GET", "appendfsync"}});
-    if (!got.ok()) return got.status();
+    IDFORGE_ASSIGN_OR_RETURN(
+        std::vector<RedisReplyPtr> got,
+        c.pipeline({{"CONFIG", "GET", "appendonly"}, {"CONFIG", "GET", "appendfsync"}}));
     // CONFIG GET answers [name, value]; an error or an empty answer means CONFIG is
     // renamed, disabled or restricted by an ACL.
     std::string why;
@@ -507,8 +487,8 @@ Result<Durability> RedisStore::durability() {
       }
       return "unknown";
     };
-    const std::string aof = value((*got)[0].get());
-    const std::string fsync = value((*got)[1].get());
+    const std::string aof = value(got[0].get());
+    const std::string fsync = value(got[1].get());
     Durability d;
     d.summary = fmt::format("appendonly={} appendfsync={}", aof, fsync);
     if (options_.min_replicas > 0) {
@@ -542,31 +522,30 @@ Result<Durability> RedisStore::durability() {
 }  // namespace
 
 Result<std::unique_ptr<SegmentStore>> open_redis_store(std::string_view url) {
-  Result<UrlOptions> taken = take_url_options(url, {"min_replicas", "replica_wait_ms"});
-  if (!taken.ok()) return taken.status();
-  if (taken->rest.find('?') != std::string::npos) {
+  IDFORGE_ASSIGN_OR_RETURN(UrlOptions taken,
+                           take_url_options(url, {"min_replicas", "replica_wait_ms"}));
+  if (taken.rest.find('?') != std::string::npos) {
     return Status::InvalidArgument(
         "a redis or redis-sentinel store URL takes only the options min_replicas and "
         "replica_wait_ms");
   }
   RedisStoreOptions options;
-  if (auto it = taken->taken.find("min_replicas"); it != taken->taken.end()) {
-    Result<uint32_t> n = parse_option_number(it->first, it->second, kMaxMinReplicas);
-    if (!n.ok()) return n.status();
-    options.min_replicas = *n;
+  if (auto it = taken.taken.find("min_replicas"); it != taken.taken.end()) {
+    IDFORGE_ASSIGN_OR_RETURN(uint32_t n,
+                             parse_option_number(it->first, it->second, kMaxMinReplicas));
+    options.min_replicas = n;
   }
-  if (auto it = taken->taken.find("replica_wait_ms"); it != taken->taken.end()) {
-    Result<uint32_t> n = parse_option_number(it->first, it->second, kMaxReplicaWaitMs);
-    if (!n.ok()) return n.status();
-    if (*n == 0) {
+  if (auto it = taken.taken.find("replica_wait_ms"); it != taken.taken.end()) {
+    IDFORGE_ASSIGN_OR_RETURN(uint32_t n,
+                             parse_option_number(it->first, it->second, kMaxReplicaWaitMs));
+    if (n == 0) {
       // WAIT with timeout 0 would block until enough replicas answer, forever.
       return Status::InvalidArgument("store URL option replica_wait_ms must be at least 1");
     }
-    options.replica_wait_ms = *n;
+    options.replica_wait_ms = n;
   }
-  Result<RedisTarget> target = parse_redis_url(taken->rest, "store");
-  if (!target.ok()) return target.status();
-  auto store = std::make_unique<RedisStore>(std::move(target).value(), options);
+  IDFORGE_ASSIGN_OR_RETURN(RedisTarget target, parse_redis_url(taken.rest, "store"));
+  auto store = std::make_unique<RedisStore>(std::move(target), options);
   IDFORGE_RETURN_IF_ERROR(store->open());
   return std::unique_ptr<SegmentStore>(std::move(store));
 }

@@ -6,13 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace idforge::store {
 namespace {
-
-bool parse_int(std::string_view text, int* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-}
 
 // "p%40ss" -> "p@ss", so a password may hold the URL's own delimiters.
 Result<std::string> percent_decode(std::string_view in) {
@@ -79,7 +76,7 @@ std::string parse_address(std::string_view text, int default_port, RedisAddress*
   }
   if (out->host.empty()) return "no host";
   out->port = default_port;
-  if (!port.empty() && (!parse_int(port, &out->port) || out->port < 1 || out->port > 65535)) {
+  if (!port.empty() && (!text::parse_int(port, &out->port) || out->port < 1 || out->port > 65535)) {
     return "the port must be a number from 1 to 65535";
   }
   return "";
@@ -90,8 +87,7 @@ std::string parse_address(std::string_view text, int default_port, RedisAddress*
 bool valid_master_name(std::string_view name) {
   if (name.empty() || name.size() > kMaxMasterName) return false;
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.' || c == ':';
+    const bool ok = text::is_alnum(c) || c == '-' || c == '_' || c == '.' || c == ':';
     if (!ok) return false;
   }
   return true;
@@ -170,7 +166,7 @@ Result<RedisTarget> parse_redis_url(std::string_view url, std::string_view what)
     t.host = std::move(a.host);
     t.port = a.port;
   }
-  if (!path.empty() && (!parse_int(path, &t.db) || t.db < 0)) {
+  if (!path.empty() && (!text::parse_int(path, &t.db) || t.db < 0)) {
     return bad(sentinel ? "the database after the master name must be a number"
                         : "the database after '/' must be a number");
   }

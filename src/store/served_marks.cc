@@ -6,16 +6,15 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "core/text.h"
 
 namespace idforge::store {
 namespace {
 
 constexpr std::string_view kHeader = "idforge-served-marks 1";
-
-std::string errno_text() { return std::strerror(errno); }
 
 std::string dir_of(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -28,31 +27,31 @@ std::string dir_of(const std::string& path) {
 Status write_durably(const std::string& path, std::string_view text) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, errno_text()));
+  if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, text::errno_text()));
   Status st = Status::Ok();
   while (st.ok() && !text.empty()) {
     const ssize_t n = ::write(fd, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      st = Status::IoError(fmt::format("write {}: {}", tmp, errno_text()));
+      st = Status::IoError(fmt::format("write {}: {}", tmp, text::errno_text()));
       break;
     }
     text.remove_prefix(static_cast<size_t>(n));
   }
   if (st.ok() && ::fsync(fd) != 0) {
-    st = Status::IoError(fmt::format("fsync {}: {}", tmp, errno_text()));
+    st = Status::IoError(fmt::format("fsync {}: {}", tmp, text::errno_text()));
   }
   ::close(fd);
   if (!st.ok()) return st;
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::IoError(fmt::format("rename {} -> {}: {}", tmp, path, errno_text()));
+    return Status::IoError(fmt::format("rename {} -> {}: {}", tmp, path, text::errno_text()));
   }
   // The rename is durable only once the directory entry is.
   const int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::IoError(fmt::format("open dir of {}: {}", path, errno_text()));
+  if (dfd < 0) return Status::IoError(fmt::format("open dir of {}: {}", path, text::errno_text()));
   const int rc = ::fsync(dfd);
   ::close(dfd);
-  if (rc != 0) return Status::IoError(fmt::format("fsync dir of {}: {}", path, errno_text()));
+  if (rc != 0) return Status::IoError(fmt::format("fsync dir of {}: {}", path, text::errno_text()));
   return Status::Ok();
 }
 
@@ -76,7 +75,7 @@ Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
   std::ifstream in(marks->path_, std::ios::binary);
   if (!in) {
     if (errno == ENOENT) return marks;
-    return Status::IoError(fmt::format("open {}: {}", marks->path_, errno_text()));
+    return Status::IoError(fmt::format("open {}: {}", marks->path_, text::errno_text()));
   }
   std::ostringstream text;
   text << in.rdbuf();

@@ -12,10 +12,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,11 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include "store/store_common.h"
+
 namespace idforge::store {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
-constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 constexpr const char* kCreateTableSql =
     "CREATE TABLE IF NOT EXISTS idforge_segments ("
@@ -60,11 +59,6 @@ constexpr const char* kSelectColumns =
 
 constexpr const char* kSetStepSql =
     "UPDATE idforge_segments SET step = ?1, updated_at = ?2 WHERE tag = ?3";
-
-int64_t now_unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -205,9 +199,9 @@ Status SqliteStore::open() {
   sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
 
   {
-    Result<StmtPtr> mode = prepare("PRAGMA journal_mode=WAL", "switching to WAL mode");
-    if (!mode.ok()) return mode.status();
-    StmtUse use(mode->get());
+    IDFORGE_ASSIGN_OR_RETURN(StmtPtr mode,
+                             prepare("PRAGMA journal_mode=WAL", "switching to WAL mode"));
+    StmtUse use(mode.get());
     const int step_rc = sqlite3_step(use.get());
     if (step_rc != SQLITE_ROW) return error(step_rc, "switching to WAL mode");
     const auto* got = reinterpret_cast<const char*>(sqlite3_column_text(use.get(), 0));
@@ -247,9 +241,8 @@ Status SqliteStore::open() {
   for (const Wanted& w : {Wanted{&allocate_, kAllocateSql}, Wanted{&insert_, kInsertSql},
                           Wanted{&select_one_, one.c_str()}, Wanted{&select_all_, all.c_str()},
                           Wanted{&set_step_, kSetStepSql}}) {
-    Result<StmtPtr> stmt = prepare(w.sql, kSchema);
-    if (!stmt.ok()) return stmt.status();
-    *w.slot = std::move(stmt).value();
+    IDFORGE_ASSIGN_OR_RETURN(StmtPtr stmt, prepare(w.sql, kSchema));
+    *w.slot = std::move(stmt);
   }
   return Status::Ok();
 }
@@ -314,13 +307,12 @@ Result<Segment> SqliteStore::allocate(std::string_view tag, uint64_t step) {
 }
 
 Status SqliteStore::explain_refused(std::string_view tag, uint64_t step) {
-  Result<TagInfo> info = get_tag_locked(tag);
-  if (!info.ok()) return info.status();
-  const uint64_t used = step > 0 ? step : info->step;
-  if (used > kMaxId - info->max_id) {
+  IDFORGE_ASSIGN_OR_RETURN(TagInfo info, get_tag_locked(tag));
+  const uint64_t used = step > 0 ? step : info.step;
+  if (used > kMaxId - info.max_id) {
     return Status::OutOfRange(
         fmt::format("tag '{}' has run out of IDs in {}: max_id {} plus step {} passes 2^63-1", tag,
-                    describe(), info->max_id, used));
+                    describe(), info.max_id, used));
   }
   // The row changed between the two statements (another writer); the caller retries.
   return Status::Unavailable(
@@ -360,9 +352,8 @@ Result<std::vector<TagInfo>> SqliteStore::list_tags() {
     const int rc = sqlite3_step(use.get());
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) return error(rc, "listing tags");
-    Result<TagInfo> info = read_row(use.get());
-    if (!info.ok()) return info.status();
-    tags.push_back(std::move(info).value());
+    IDFORGE_ASSIGN_OR_RETURN(TagInfo info, read_row(use.get()));
+    tags.push_back(std::move(info));
   }
   return tags;
 }
@@ -413,23 +404,21 @@ class Transaction {
 };
 
 Result<std::string> SqliteStore::meta_locked(const char* key) {
-  Result<StmtPtr> stmt =
-      prepare("SELECT value FROM idforge_meta WHERE key = ?1", "reading idforge_meta");
-  if (!stmt.ok()) return stmt.status();
-  IDFORGE_RETURN_IF_ERROR(bind_text(stmt->get(), 1, key));
-  const int rc = sqlite3_step(stmt->get());
+  IDFORGE_ASSIGN_OR_RETURN(StmtPtr stmt, prepare("SELECT value FROM idforge_meta WHERE key = ?1",
+                                                 "reading idforge_meta"));
+  IDFORGE_RETURN_IF_ERROR(bind_text(stmt.get(), 1, key));
+  const int rc = sqlite3_step(stmt.get());
   if (rc == SQLITE_DONE) return std::string();
   if (rc != SQLITE_ROW) return error(rc, "reading idforge_meta");
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
-  return std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(stmt->get(), 0)));
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0));
+  return std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(stmt.get(), 0)));
 }
 
 Result<std::string> SqliteStore::pragma_locked(const char* sql) {
-  Result<StmtPtr> stmt = prepare(sql, sql);
-  if (!stmt.ok()) return stmt.status();
-  const int rc = sqlite3_step(stmt->get());
+  IDFORGE_ASSIGN_OR_RETURN(StmtPtr stmt, prepare(sql, sql));
+  const int rc = sqlite3_step(stmt.get());
   if (rc != SQLITE_ROW) return error(rc, sql);
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), 0));
   return std::string(p ? p : "");
 }
 
@@ -437,9 +426,8 @@ Result<StoreIdentity> SqliteStore::identity() {
   StoreIdentity id;
   id.current = file_identity_;
   std::lock_guard lock(mu_);
-  Result<std::string> recorded = meta_locked("identity");
-  if (!recorded.ok()) return recorded.status();
-  id.recorded = std::move(recorded).value();
+  IDFORGE_ASSIGN_OR_RETURN(std::string recorded, meta_locked("identity"));
+  id.recorded = std::move(recorded);
   return id;
 }
 
@@ -448,16 +436,16 @@ Status SqliteStore::bump_tags_locked(const IdentityChange& change) {
   // caller's rollback would undo it too; this keeps the error about the right tag).
   std::vector<std::pair<std::string, int64_t>> plan;
   {
-    Result<StmtPtr> all = prepare("SELECT tag, max_id FROM idforge_segments", "reading the tags");
-    if (!all.ok()) return all.status();
+    IDFORGE_ASSIGN_OR_RETURN(
+        StmtPtr all, prepare("SELECT tag, max_id FROM idforge_segments", "reading the tags"));
     for (;;) {
-      const int rc = sqlite3_step(all->get());
+      const int rc = sqlite3_step(all.get());
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return error(rc, "reading the tags");
-      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(all->get(), 0));
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(all.get(), 0));
       std::string tag(p ? p : "");
-      const int64_t stored = sqlite3_column_int64(all->get(), 1);
-      if (sqlite3_column_type(all->get(), 1) != SQLITE_INTEGER || stored < 0) {
+      const int64_t stored = sqlite3_column_int64(all.get(), 1);
+      if (sqlite3_column_type(all.get(), 1) != SQLITE_INTEGER || stored < 0) {
         return Status::IoError(fmt::format(
             "{}: tag '{}' has a max_id that is not a positive integer (edited by hand?); nothing "
             "changed",
@@ -474,12 +462,13 @@ Status SqliteStore::bump_tags_locked(const IdentityChange& change) {
       plan.emplace_back(std::move(tag), static_cast<int64_t>(base + change.margin));
     }
   }
-  Result<StmtPtr> update = prepare(
-      "UPDATE idforge_segments SET max_id = ?1, updated_at = ?2 WHERE tag = ?3", "moving tags");
-  if (!update.ok()) return update.status();
+  IDFORGE_ASSIGN_OR_RETURN(
+      StmtPtr update,
+      prepare("UPDATE idforge_segments SET max_id = ?1, updated_at = ?2 WHERE tag = ?3",
+              "moving tags"));
   const int64_t now = now_unix_ms();
   for (const auto& [tag, max_id] : plan) {
-    StmtUse use(update->get());
+    StmtUse use(update.get());
     IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 1, max_id));
     IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, now));
     IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 3, tag));
@@ -496,17 +485,15 @@ Result<bool> SqliteStore::adopt_identity(const IdentityChange& change) {
   // waits here and then reads the identity this one recorded.
   IDFORGE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE", "starting a transaction"));
   Transaction tx(db_.get());
-  Result<std::string> recorded = meta_locked("identity");
-  if (!recorded.ok()) return recorded.status();
-  if (*recorded != change.expected) return false;
+  IDFORGE_ASSIGN_OR_RETURN(std::string recorded, meta_locked("identity"));
+  if (recorded != change.expected) return false;
   IDFORGE_RETURN_IF_ERROR(bump_tags_locked(change));
-  Result<StmtPtr> record = prepare(
-      "INSERT INTO idforge_meta (key, value) VALUES ('identity', ?1)"
-      " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      "recording the identity");
-  if (!record.ok()) return record.status();
-  IDFORGE_RETURN_IF_ERROR(bind_text(record->get(), 1, change.adopt));
-  const int rc = sqlite3_step(record->get());
+  IDFORGE_ASSIGN_OR_RETURN(StmtPtr record,
+                           prepare("INSERT INTO idforge_meta (key, value) VALUES ('identity', ?1)"
+                                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   "recording the identity"));
+  IDFORGE_RETURN_IF_ERROR(bind_text(record.get(), 1, change.adopt));
+  const int rc = sqlite3_step(record.get());
   if (rc != SQLITE_DONE) return error(rc, "recording the identity");
   IDFORGE_RETURN_IF_ERROR(exec("COMMIT", "committing the new identity"));
   tx.done();
@@ -521,21 +508,20 @@ Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
   const std::string wanted = fmt::format("{}/{}", index, count);
   std::lock_guard lock(mu_);
   {
-    Result<StmtPtr> insert =
+    IDFORGE_ASSIGN_OR_RETURN(
+        StmtPtr insert,
         prepare("INSERT OR IGNORE INTO idforge_meta (key, value) VALUES ('place', ?1)",
-                "recording the store's place");
-    if (!insert.ok()) return insert.status();
-    IDFORGE_RETURN_IF_ERROR(bind_text(insert->get(), 1, wanted));
-    const int rc = sqlite3_step(insert->get());
+                "recording the store's place"));
+    IDFORGE_RETURN_IF_ERROR(bind_text(insert.get(), 1, wanted));
+    const int rc = sqlite3_step(insert.get());
     if (rc != SQLITE_DONE) return error(rc, "recording the store's place");
   }
-  Result<std::string> recorded = meta_locked("place");
-  if (!recorded.ok()) return recorded.status();
-  if (*recorded == wanted) return Status::Ok();
-  const size_t slash = recorded->find('/');
+  IDFORGE_ASSIGN_OR_RETURN(std::string recorded, meta_locked("place"));
+  if (recorded == wanted) return Status::Ok();
+  const size_t slash = recorded.find('/');
   const std::string was = slash == std::string::npos
-                              ? "'" + *recorded + "'"
-                              : recorded->substr(0, slash) + " of " + recorded->substr(slash + 1);
+                              ? "'" + recorded + "'"
+                              : recorded.substr(0, slash) + " of " + recorded.substr(slash + 1);
   return Status::InvalidArgument(fmt::format(
       "store {} is store {} for striped tags; this process lists it as store {} of {} — list the "
       "stores in the same order and number on every node",
@@ -544,22 +530,20 @@ Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
 
 Result<Durability> SqliteStore::durability() {
   std::lock_guard lock(mu_);
-  Result<std::string> journal = pragma_locked("PRAGMA journal_mode");
-  if (!journal.ok()) return journal.status();
-  Result<std::string> sync = pragma_locked("PRAGMA synchronous");
-  if (!sync.ok()) return sync.status();
+  IDFORGE_ASSIGN_OR_RETURN(std::string journal, pragma_locked("PRAGMA journal_mode"));
+  IDFORGE_ASSIGN_OR_RETURN(std::string sync, pragma_locked("PRAGMA synchronous"));
   static constexpr const char* kLevels[] = {"off", "normal", "full", "extra"};
   const std::string level =
-      *sync >= "0" && *sync <= "3" && sync->size() == 1 ? kLevels[(*sync)[0] - '0'] : *sync;
+      sync.size() == 1 && sync[0] >= '0' && sync[0] <= '3' ? kLevels[sync[0] - '0'] : sync;
   Durability d;
-  d.summary = fmt::format("journal_mode={} synchronous={}", *journal, level);
+  d.summary = fmt::format("journal_mode={} synchronous={}", journal, level);
   // FULL syncs the WAL (or the rollback journal) at every commit, so a committed range
   // survives a power loss; NORMAL in WAL mode survives a crash of the process only.
   // open() sets WAL and FULL on this connection, so this reports that, or what changed.
-  if (*journal == "off" || *journal == "memory") {
+  if (journal == "off" || journal == "memory") {
     d.safe = false;
     d.risk = fmt::format("journal_mode={}: a crash during a commit can corrupt the file; use WAL",
-                         *journal);
+                         journal);
   } else if (level != "full" && level != "extra") {
     d.safe = false;
     d.risk = fmt::format(

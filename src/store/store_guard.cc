@@ -52,13 +52,12 @@ Status StoreGuard::check_locked() {
   }
   if (!prepared) {
     IDFORGE_RETURN_IF_ERROR(store_->claim_place(index_, count_));
-    Result<Durability> durable = store_->durability();
-    if (!durable.ok()) return durable.status();
-    if (!durable->safe && !settings_.allow_unsafe) {
+    IDFORGE_ASSIGN_OR_RETURN(Durability durable, store_->durability());
+    if (!durable.safe && !settings_.allow_unsafe) {
       return Status::InvalidArgument(fmt::format(
           "segment store {} can lose committed ranges ({}): {}; fix the store's settings, or "
           "accept the risk with segment.allow_unsafe_store = true (--allow-unsafe-store)",
-          store_->describe(), durable->summary, durable->risk));
+          store_->describe(), durable.summary, durable.risk));
     }
   }
   return verify_identity_locked();
@@ -66,9 +65,8 @@ Status StoreGuard::check_locked() {
 
 Status StoreGuard::verify_identity_locked() {
   for (int attempt = 0; attempt < kAdoptAttempts; ++attempt) {
-    Result<StoreIdentity> id = store_->identity();
-    if (!id.ok()) return id.status();
-    if (id->current.empty()) {
+    IDFORGE_ASSIGN_OR_RETURN(StoreIdentity id, store_->identity());
+    if (id.current.empty()) {
       return Status::Unavailable(
           fmt::format("segment store {} did not say which history it is (its identity), so ranges "
                       "from it cannot be checked",
@@ -79,65 +77,62 @@ Status StoreGuard::verify_identity_locked() {
     // store under another history must still move the tags forward; one that did not
     // has nothing to protect.
     const std::string seen = settings_.marks->seen_identity(place_);
-    const bool recorded_new = id->recorded == kNewStorePrefix + id->current;
-    bool confirmed_new = recorded_new && (seen.empty() || seen == id->current);
+    const bool recorded_new = id.recorded == kNewStorePrefix + id.current;
+    bool confirmed_new = recorded_new && (seen.empty() || seen == id.current);
     if (recorded_new && !confirmed_new) {
       // This node knew its place under another history, but if it served none of the
       // store's tags (a data directory used with several stores) it has nothing there to
       // protect: the nodes that served them move the tags.
-      Result<std::vector<TagInfo>> tags = store_->list_tags();
-      if (!tags.ok()) return tags.status();
+      IDFORGE_ASSIGN_OR_RETURN(std::vector<TagInfo> tags, store_->list_tags());
       confirmed_new = true;
-      for (const TagInfo& tag : *tags) {
+      for (const TagInfo& tag : tags) {
         if (settings_.marks->highest(place_, tag.name) != 0) confirmed_new = false;
       }
     }
-    if (id->recorded == id->current || confirmed_new) {
-      IDFORGE_RETURN_IF_ERROR(settings_.marks->record_identity(place_, id->current));
+    if (id.recorded == id.current || confirmed_new) {
+      IDFORGE_RETURN_IF_ERROR(settings_.marks->record_identity(place_, id.current));
       std::lock_guard state(mu_);
-      verified_ = id->current;
-      recorded_ = id->recorded;
+      verified_ = id.current;
+      recorded_ = id.recorded;
       return Status::Ok();
     }
     IdentityChange change;
-    change.expected = id->recorded;
-    change.adopt = id->current;
+    change.expected = id.recorded;
+    change.adopt = id.current;
     change.margin = settings_.margin;
     change.floors = settings_.marks->of_place(place_);
     // A store with nothing recorded and no tags is new: nobody can have served from it.
     bool fresh = false;
-    if (id->recorded.empty()) {
-      Result<std::vector<TagInfo>> tags = store_->list_tags();
-      if (!tags.ok()) return tags.status();
-      fresh = tags->empty();
+    if (id.recorded.empty()) {
+      IDFORGE_ASSIGN_OR_RETURN(std::vector<TagInfo> tags, store_->list_tags());
+      fresh = tags.empty();
     }
     if (fresh) {
-      change.adopt = kNewStorePrefix + id->current;
+      change.adopt = kNewStorePrefix + id.current;
       change.margin = 0;
       change.floors.clear();
     }
-    Result<bool> applied = store_->adopt_identity(change);
-    if (!applied.ok()) return applied.status();
+    IDFORGE_ASSIGN_OR_RETURN(bool applied, store_->adopt_identity(change));
     std::lock_guard state(mu_);
     if (fresh) {
       // A new store: nothing happened worth a line.
-    } else if (!*applied) {
+    } else if (!applied) {
       ++changes_seen_;
       log(fmt::format("segment store {}: identity {} was adopted by another node",
-                      store_->describe(), id->current));
-    } else if (id->recorded.empty()) {
+                      store_->describe(), id.current));
+    } else if (id.recorded.empty()) {
       ++changes_;
       log(fmt::format(
           "segment store {}: no identity was recorded (a new, wiped or older store); recorded {} "
           "and moved every tag forward by {} past this node's {} served tag(s)",
-          store_->describe(), id->current, settings_.margin, change.floors.size()));
+          store_->describe(), id.current, settings_.margin, change.floors.size()));
     } else {
       ++changes_;
       log(fmt::format(
           "segment store {}: identity changed from {} to {} (a promoted replica, a restored "
           "backup or lost data): moved every tag forward by {} past the store's value and this "
           "node's highest served numbers",
-          store_->describe(), id->recorded, id->current, settings_.margin));
+          store_->describe(), id.recorded, id.current, settings_.margin));
     }
   }
   return Status::Unavailable(
@@ -156,9 +151,7 @@ Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
     std::lock_guard state(mu_);
     verified = verified_;
   }
-  Result<Segment> got = store_->allocate(tag, step);
-  if (!got.ok()) return got.status();
-  const Segment& seg = *got;
+  IDFORGE_ASSIGN_OR_RETURN(Segment seg, store_->allocate(tag, step));
 
   if (!seg.identity.empty() && seg.identity != verified) {
     const std::string why = fmt::format(
@@ -217,7 +210,7 @@ Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
     std::lock_guard state(mu_);
     range_problem_.clear();
   }
-  return got;
+  return seg;
 }
 
 GuardStatus StoreGuard::status() const {

@@ -111,9 +111,8 @@ Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& giv
 Status record_new_store_identity(SegmentStore& store) {
   Result<StoreIdentity> id = store.identity();
   if (!id.ok() || id->current.empty() || !id->recorded.empty()) return id.status();
-  Result<std::vector<TagInfo>> tags = store.list_tags();
-  if (!tags.ok()) return tags.status();
-  if (!tags->empty()) return Status::Ok();  // a store in use: the guard decides
+  IDFORGE_ASSIGN_OR_RETURN(std::vector<TagInfo> tags, store.list_tags());
+  if (!tags.empty()) return Status::Ok();  // a store in use: the guard decides
   IdentityChange fresh;
   fresh.adopt = kNewStorePrefix + id->current;
   return store.adopt_identity(fresh).status();

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "idforge/quote.h"
+#include "core/quote.h"
 
 namespace idforge::store {
 namespace {

@@ -21,9 +21,9 @@
 
 #include "coord/etcd_registry.h"
 #include "coord/lease_keeper.h"
+#include "core/worker_registry.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
-#include "idforge/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"

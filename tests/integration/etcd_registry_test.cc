@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "coord/etcd_client.h"
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 

@@ -16,8 +16,8 @@
 
 #include "coord/redis_registry.h"
 #include "coord/registry_factory.h"
+#include "core/worker_registry.h"
 #include "idforge/segment_store.h"
-#include "idforge/worker_registry.h"
 #include "integration/redis_serve_nodes.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
@@ -280,13 +280,16 @@ TEST(RedisSentinelTest, LeaseWritesCanRequireAReplica) {
   Result<Lease> lease = (*reg)->acquire("paired");
   ASSERT_TRUE(lease.ok()) << lease.status().to_string();
   EXPECT_TRUE((*reg)->renew(*lease, 5).ok());
-  ASSERT_TRUE(Services::get().stop(*replica).ok());
+  // SIGKILL, not a clean stop: the replica is gone at once, and a shutdown that saves its
+  // data cannot take longer than the lease's TTL on a loaded machine.
+  ASSERT_TRUE(Services::get().kill(*replica).ok());
   Status renewed = (*reg)->renew(*lease, 6);
   EXPECT_EQ(renewed.code(), StatusCode::kUnavailable) << renewed.to_string();
   EXPECT_TRUE(has(renewed.message(), "the renew of slot 0 reached 0 of the 1 replicas"))
       << renewed.message();
 
-  auto bad = coord::open_registry(primary->url + "?min_replicas=1&replica_wait_ms=900", options);
+  // The command timeout is half the TTL, at most 5000 ms: a 5000 ms WAIT never fits.
+  auto bad = coord::open_registry(primary->url + "?min_replicas=1&replica_wait_ms=5000", options);
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(has(bad.status().message(), "replica_wait_ms must be below the command timeout"))
       << bad.status().message();

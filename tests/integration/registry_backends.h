@@ -17,8 +17,8 @@
 #include <string>
 #include <utility>
 
+#include "core/worker_registry.h"
 #include "idforge/status.h"
-#include "idforge/worker_registry.h"
 
 namespace idforge::integration {
 

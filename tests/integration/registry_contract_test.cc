@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "coord/lease_keeper.h"
-#include "idforge/worker_registry.h"
+#include "core/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/registry_harness.h"
 #include "integration/services.h"

@@ -31,9 +31,9 @@
 
 #include "coord/lease_keeper.h"
 #include "coord/zk_session.h"
+#include "core/worker_registry.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
-#include "idforge/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"

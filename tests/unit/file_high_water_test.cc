@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/snowflake_mark.h"
 #include "idforge/snowflake.h"
 
 namespace idforge::coord {

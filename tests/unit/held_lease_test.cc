@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coord/slot_files.h"
+#include "core/snowflake_mark.h"
 
 namespace idforge::coord {
 namespace {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bit_diagram.h"
 #include "idforge/time_format.h"
 
 namespace idforge {
@@ -491,7 +492,7 @@ std::vector<std::string> cells_of(const std::string& line) {
 
 void check_diagram(const Layout& layout, uint64_t id) {
   SCOPED_TRACE(layout.name() + " " + std::to_string(id));
-  const std::string text = layout.bit_diagram(id);
+  const std::string text = bit_diagram(layout, id);
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   const auto lines = lines_of(text);
@@ -551,9 +552,9 @@ TEST(LayoutBitDiagram, SmallLayoutByHand) {
       "00000111 |\n"
       "value  | 0                                                    | 5        | 1        | 7     "
       "   |\n";
-  EXPECT_EQ(l.bit_diagram(id), want);
-  EXPECT_THAT(Layout::twitter().bit_diagram(0), HasSubstr("| sign (1) | time (41)"));
-  EXPECT_THAT(must(Layout::preset("discord")).bit_diagram(0), HasSubstr("field  | time (42)"));
+  EXPECT_EQ(bit_diagram(l, id), want);
+  EXPECT_THAT(bit_diagram(Layout::twitter(), 0), HasSubstr("| sign (1) | time (41)"));
+  EXPECT_THAT(bit_diagram(must(Layout::preset("discord")), 0), HasSubstr("field  | time (42)"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <string>
 
+#include "core/snowflake_impl.h"
 #include "idforge/snowflake.h"
 #include "idforge/time_format.h"
 #include "snowflake_test_util.h"
@@ -33,8 +34,13 @@ struct Clocks {
   SnowflakeOptions options(HighWaterStore* store, RollbackPolicy policy) {
     SnowflakeOptions o = manual_options(&wall, policy);
     o.high_water = store;
-    o.monotonic_ms = [this] { return mono.load(); };
     return o;
+  }
+  // The monotonic clock of the trusted time (a custom clock has none by default).
+  SnowflakeInternals internals() {
+    SnowflakeInternals i;
+    i.monotonic_ms = [this] { return mono.load(); };
+    return i;
   }
 };
 
@@ -45,7 +51,7 @@ TEST(SnowflakeClockStepTest, AForwardJumpWritesNoFarFutureMarkAndARestartStartsA
     Clocks clocks;
     MemoryHighWaterStore store;
     SnowflakeOptions o = clocks.options(&store, policy);
-    auto gen = make_generator(o);
+    auto gen = make_generator(o, clocks.internals());
     ASSERT_NE(gen, nullptr);
     std::vector<uint64_t> ids;
     for (int ms = 0; ms < 100; ++ms) {
@@ -81,7 +87,7 @@ TEST(SnowflakeClockStepTest, AForwardJumpWritesNoFarFutureMarkAndARestartStartsA
     // A restart right away starts within the policy's normal patience, above every ID.
     gen.reset();
     o.max_startup_wait_ms = o.reserve_ms + 100;
-    auto again = SnowflakeGenerator::create(o);
+    auto again = create_snowflake_generator(o, clocks.internals());
     ASSERT_TRUE(again.ok()) << again.status().to_string();
     uint64_t first = (*again)->next().value();
     for (uint64_t id : ids) ASSERT_GT(first, id);
@@ -91,7 +97,7 @@ TEST(SnowflakeClockStepTest, AForwardJumpWritesNoFarFutureMarkAndARestartStartsA
 TEST(SnowflakeClockStepTest, AStepWithinTheBoundIsFollowed) {
   Clocks clocks;
   MemoryHighWaterStore store;
-  auto gen = make_generator(clocks.options(&store, RollbackPolicy::kLogical));
+  auto gen = make_generator(clocks.options(&store, RollbackPolicy::kLogical), clocks.internals());
   take(*gen, 10);
   clocks.wall.advance(5000);  // an NTP step of 5 s: below max_clock_step_ms
   uint64_t id = gen->next().value();
@@ -105,7 +111,7 @@ TEST(SnowflakeClockStepTest, ZeroFollowsEveryStep) {
   MemoryHighWaterStore store;
   SnowflakeOptions o = clocks.options(&store, RollbackPolicy::kLogical);
   o.max_clock_step_ms = 0;
-  auto gen = make_generator(o);
+  auto gen = make_generator(o, clocks.internals());
   clocks.wall.advance(5 * kHourMs);
   EXPECT_EQ(parts(gen->next().value()).unix_ms, kT0 + 5 * kHourMs);
   EXPECT_GE(store.load().value(), kT0 + 5 * kHourMs);
@@ -115,7 +121,7 @@ TEST(SnowflakeClockStepTest, ZeroFollowsEveryStep) {
 TEST(SnowflakeClockStepTest, AJumpIsCountedOncePerEpisode) {
   Clocks clocks;
   MemoryHighWaterStore store;
-  auto gen = make_generator(clocks.options(&store, RollbackPolicy::kLogical));
+  auto gen = make_generator(clocks.options(&store, RollbackPolicy::kLogical), clocks.internals());
   for (int episode = 0; episode < 3; ++episode) {
     clocks.wall.advance(kHourMs);
     for (int ms = 0; ms < 600; ++ms) {
@@ -142,7 +148,7 @@ TEST(SnowflakeClockStepTest, AFarAheadMarkAtStartIsAnErrorNamingMarkClockAndReco
     MemoryHighWaterStore store(kT0 + 5 * kHourMs);
     SnowflakeOptions o = clocks.options(&store, policy);
     o.max_startup_wait_ms = 0;
-    auto gen = SnowflakeGenerator::create(o);
+    auto gen = create_snowflake_generator(o, clocks.internals());
     ASSERT_FALSE(gen.ok());
     EXPECT_EQ(gen.status().code(), StatusCode::kUnavailable);
     const std::string text = gen.status().message();

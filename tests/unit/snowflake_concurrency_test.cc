@@ -1,6 +1,6 @@
-// Invariant 1 across threads, and invariant 4 while another thread moves the clock
-// back and forth. Suites are named *Concurrency* so `make test` also runs them under
-// ThreadSanitizer.
+// docs/architecture.md invariant 1 (strictly increasing) across threads, and invariant 4
+// (no duplicate from the clock) while another thread moves the clock back and forth. Suites are
+// named *Concurrency* so `make test` also runs them under ThreadSanitizer.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/snowflake_mark.h"
 #include "idforge/snowflake.h"
 #include "idforge/time_format.h"
 #include "snowflake_test_util.h"

@@ -1,5 +1,5 @@
-// Invariant 2: no reuse across restarts, even when the clock was set back while the
-// process was down. The generator keeps a high-water mark ahead of itself and a new
+// docs/architecture.md invariant 2: no reuse across restarts, even when the clock was set back
+// while the process was down. The generator keeps a high-water mark ahead of itself and a new
 // generator starts strictly above it.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/snowflake_impl.h"
 #include "idforge/snowflake.h"
 #include "snowflake_test_util.h"
 
@@ -201,9 +202,10 @@ TEST(SnowflakeRestartTest, WithoutStoreOnNextAHungStoreHoldsNoCallerAndIssuesNot
   o.high_water = &store;
   o.reserve_ms = 100;
   o.max_wait_ms = 20;
-  o.store_on_next = false;
-  o.reservation_wanted = [&] { asked.fetch_add(1); };
-  auto gen = make_generator(o);
+  SnowflakeInternals internals;
+  internals.store_on_next = false;
+  internals.reservation_wanted = [&] { asked.fetch_add(1); };
+  auto gen = make_generator(o, std::move(internals));
   ASSERT_NE(gen, nullptr);
   ASSERT_EQ(store.calls(), 1);  // the first mark, at creation
   store.set_open(false);        // the coordinator hangs from here on
@@ -251,8 +253,9 @@ TEST(SnowflakeRestartTest, RenewalCountsFromTheLastIdWhenItRunsAheadOfTheClock) 
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
   o.high_water = &store;
   o.reserve_ms = 100;
-  o.store_on_next = false;
-  auto gen = make_generator(o);
+  SnowflakeInternals internals;
+  internals.store_on_next = false;
+  auto gen = make_generator(o, std::move(internals));
   ASSERT_NE(gen, nullptr);
   ASSERT_EQ(store.stores(), 1);
   // 60 ms of sequences in one go: the IDs run 60 ms ahead of the clock.

@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/snowflake_impl.h"
 #include "idforge/snowflake.h"
 
 namespace idforge::testing {
@@ -23,6 +24,14 @@ inline Parts parts(uint64_t id) {
 
 inline std::unique_ptr<SnowflakeGenerator> make_generator(SnowflakeOptions options) {
   auto gen = SnowflakeGenerator::create(std::move(options));
+  EXPECT_TRUE(gen.ok()) << gen.status().to_string();
+  return gen.ok() ? std::move(gen).value() : nullptr;
+}
+
+// The same with the knobs only the server and the tests set (core/snowflake_impl.h).
+inline std::unique_ptr<SnowflakeGenerator> make_generator(SnowflakeOptions options,
+                                                          SnowflakeInternals internals) {
+  auto gen = create_snowflake_generator(std::move(options), std::move(internals));
   EXPECT_TRUE(gen.ok()) << gen.status().to_string();
   return gen.ok() ? std::move(gen).value() : nullptr;
 }

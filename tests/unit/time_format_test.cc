@@ -11,6 +11,8 @@
 #include <limits>
 #include <string>
 
+#include "core/parse_u64.h"
+
 namespace idforge {
 namespace {
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/calendar.h"
 #include "idforge/time_format.h"
 #include "store/zoneinfo.h"
 

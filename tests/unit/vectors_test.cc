@@ -19,16 +19,12 @@
 #ifndef IDFORGE_TEST_DATA_DIR
 #error "IDFORGE_TEST_DATA_DIR must name tests/data"
 #endif
-#ifndef IDFORGE_SHARED_VECTORS_DIR
-#error "IDFORGE_SHARED_VECTORS_DIR must name tests/data"
-#endif
 
 namespace idforge {
 namespace {
 
 const std::string kProjectFile = std::string(IDFORGE_TEST_DATA_DIR) + "/snowflake_vectors.txt";
-const std::string kSharedFile =
-    std::string(IDFORGE_SHARED_VECTORS_DIR) + "/published_snowflake.txt";
+const std::string kSharedFile = std::string(IDFORGE_TEST_DATA_DIR) + "/published_snowflake.txt";
 
 struct Vector {
   std::string where;  // file:line, for failure messages

@@ -7,6 +7,10 @@
 // lasts ttl_ms unless renewed; renew() also stores the slot's time high-water mark, so
 // the next holder of the slot starts above every ID this one issued. Implementations:
 // src/coord/ (static, local, redis, etcd, zookeeper). They block; thread-safe.
+//
+// Internal: included as "core/worker_registry.h" ("worker_registry.h" in core). Only
+// idforge's own layers use a registry (the lease keeper and the server, src/coord/); a
+// library user gives a generator its node fields directly (SnowflakeOptions::nodes).
 #pragma once
 
 #include <cstdint>

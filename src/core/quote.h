@@ -2,7 +2,7 @@
 // the network and messages end up in logs, JSON and RESP "-ERR" lines, so the result is
 // printable ASCII, one line, and short: the quote mark, a backslash and anything
 // outside 0x20..0x7e become \xNN, and text past `max_shown` bytes becomes "...".
-// Pure function: thread-safe.
+// Pure function: thread-safe. Internal: included as "core/quote.h" ("quote.h" in core).
 #pragma once
 
 #include <cstddef>

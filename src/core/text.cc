@@ -1,0 +1,21 @@
+#include "text.h"
+
+#include <cstring>
+
+namespace idforge::text {
+
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = ascii_lower(c);
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace idforge::text
