@@ -137,11 +137,8 @@ Status status_of(const Result<T>& result) {
 //
 //   IDFORGE_ASSIGN_OR_RETURN(auto conn, pool.acquire());
 //   IDFORGE_ASSIGN_OR_RETURN(lease, registry->acquire(options));
-#define IDFORGE_RETURN_IF_ERROR(...)                                                 \
-  do {                                                                               \
-    ::idforge::Status idforge_status_ = ::idforge::internal::status_of(__VA_ARGS__); \
-    if (!idforge_status_.ok()) return idforge_status_;                               \
-  } while (0)
+#define IDFORGE_RETURN_IF_ERROR(...) \
+  IDFORGE_RETURN_IF_ERROR_IMPL_(IDFORGE_STATUS_CONCAT_(idforge_status_, __LINE__), __VA_ARGS__)
 
 #define IDFORGE_ASSIGN_OR_RETURN(lhs, ...)                                               \
   IDFORGE_ASSIGN_OR_RETURN_IMPL_(IDFORGE_STATUS_CONCAT_(idforge_result_, __LINE__), lhs, \
@@ -150,6 +147,13 @@ Status status_of(const Result<T>& result) {
 // Implementation details of the macros above.
 #define IDFORGE_STATUS_CONCAT_INNER_(a, b) a##b
 #define IDFORGE_STATUS_CONCAT_(a, b) IDFORGE_STATUS_CONCAT_INNER_(a, b)
+// The name is made unique per line so that a lambda inside the expression may use the
+// macro again (-Wshadow).
+#define IDFORGE_RETURN_IF_ERROR_IMPL_(status, ...)                          \
+  do {                                                                      \
+    ::idforge::Status status = ::idforge::internal::status_of(__VA_ARGS__); \
+    if (!status.ok()) return status;                                        \
+  } while (0)
 #define IDFORGE_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
   auto result = (__VA_ARGS__);                           \
   if (!result.ok()) return result.status();              \

@@ -73,6 +73,7 @@ int run(int argc, char** argv) {
   add_bench_command(app, exit_status);
   add_tag_command(app, exit_status);
   add_worker_command(app, exit_status);
+  add_migrate_command(app, exit_status);
   add_serve_command(app, exit_status);
 
   // CLI11 reports a mistyped command, or an unknown option before any command, as a

@@ -18,7 +18,8 @@ void add_layout_commands(CLI::App& app, int& exit_status);  // `layout` and `lay
 void add_bench_command(CLI::App& app, int& exit_status);
 void add_tag_command(CLI::App& app, int& exit_status);  // `tag create|list|show|set-step`
 void add_worker_command(CLI::App& app, int& exit_status);
-void add_serve_command(CLI::App& app, int& exit_status);  // the server (cmd_serve.cc)
+void add_migrate_command(CLI::App& app, int& exit_status);  // `migrate from-leaf|from-tinyid`
+void add_serve_command(CLI::App& app, int& exit_status);    // the server (cmd_serve.cc)
 
 // Builds the app, parses argv and runs the chosen command. Returns the exit status;
 // CLI11's exceptions are handled here, anything else escapes to main().

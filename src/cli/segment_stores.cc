@@ -26,8 +26,9 @@ constexpr uint64_t kMaxDynamicStep = 1'000'000;
 
 void add_store_flags(CLI::App& cmd, StoreFlags& flags) {
   cmd.add_option("--store", flags.urls,
-                 "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, redis://HOST:PORT "
-                 "or redis-sentinel://HOST:PORT,.../MASTER; repeat to stripe a tag over several "
+                 "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, "
+                 "mysql://USER:PASSWORD@HOST:PORT/DB, redis://HOST:PORT or "
+                 "redis-sentinel://HOST:PORT,.../MASTER; repeat to stripe a tag over several "
                  "(always the same stores, same order)")
       ->type_name("URL")
       ->allow_extra_args(false);

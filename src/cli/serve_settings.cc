@@ -134,8 +134,9 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.service.max_wait_ms); }},
 
     {{"segment.stores", "IDFORGE_STORE", "--store", "URL", "sqlite:DATA_DIR/segments.db",
-      "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, redis://HOST:PORT or "
-      "redis-sentinel://HOST:PORT,.../MASTER; several stripe each tag over them (always the same "
+      "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, mysql://USER:PW@HOST:PORT/DB, "
+      "redis://HOST:PORT or redis-sentinel://HOST:PORT,.../MASTER; several stripe each tag over "
+      "them (always the same "
       "stores, same order)",
       /*list=*/true},
      {Kind::kStores},
@@ -235,7 +236,8 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.net.worker_threads); }},
 };
 
-constexpr std::string_view kStoreSchemes[] = {"sqlite:", "postgres://", "postgresql://", "redis://",
+constexpr std::string_view kStoreSchemes[] = {"sqlite:",          "postgres://", "postgresql://",
+                                              "mysql://",         "mariadb://",  "redis://",
                                               "redis-sentinel://"};
 constexpr std::string_view kRegistrySchemes[] = {"local:",  "static:",           "redis://",
                                                  "etcd://", "redis-sentinel://", "zookeeper://"};
@@ -358,7 +360,8 @@ Status add_store(const std::string& subject, const std::string& url,
   if (!has_scheme(url, kStoreSchemes)) {
     return Status::InvalidArgument(
         fmt::format("{}: unknown store URL {} (expected sqlite:PATH, postgres://USER@HOST:PORT/DB, "
-                    "redis://HOST:PORT or redis-sentinel://HOST:PORT/MASTER)",
+                    "mysql://USER:PASSWORD@HOST:PORT/DB, redis://HOST:PORT or "
+                    "redis-sentinel://HOST:PORT/MASTER)",
                     subject, quote_text(url)));
   }
   // The position of a store is part of every ID it issues; a repeated one would

@@ -20,9 +20,12 @@ Result<Segment> StripedSource::allocate(std::string_view tag, uint64_t step) {
       continue;
     }
     const Segment& raw = *got;
-    if (raw.stride != 1 || raw.count == 0) {
-      return Status::Internal("store " + std::to_string(i) + " returned a striped range");
+    if (raw.count == 0) {
+      return Status::Internal("store " + std::to_string(i) + " returned an empty range");
     }
+    // A store that stripes by itself (Tinyid's delta and remainder: every database of
+    // the tag has its own remainder) hands out its own residue class already.
+    if (raw.stride != 1) return got;
     // raw.first is the first number of the store's own range; it becomes ID
     // raw.first * K + i, and consecutive numbers are K apart.
     const uint64_t max_number = raw.first + raw.count - 1;

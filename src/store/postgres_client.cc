@@ -21,32 +21,6 @@ constexpr auto kStaleFailure = std::chrono::milliseconds(500);
 
 }  // namespace
 
-std::string redact_url(std::string_view url) {
-  std::string out(url);
-  const size_t scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    const size_t start = scheme + 3;
-    const size_t end = out.find_first_of("/?", start);
-    const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
-    if (at != std::string::npos && at > start) {
-      const size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
-    }
-  }
-  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
-    const bool is_key = p > 0 && (out[p - 1] == '?' || out[p - 1] == '&' || out[p - 1] == ' ');
-    const size_t value = p + std::strlen("password=");
-    if (!is_key) {
-      p = value;
-      continue;
-    }
-    const size_t end = out.find_first_of("& ", value);
-    out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");
-    p = value + 3;
-  }
-  return out;
-}
-
 std::string one_line(const char* message) {
   std::string s = message ? message : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

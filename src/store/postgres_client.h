@@ -18,12 +18,9 @@
 
 #include "idforge/status.h"
 #include "store/connection_pool.h"
+#include "store/store_options.h"
 
 namespace idforge::store {
-
-// The URL as it may appear in logs and errors: no password, neither in the user part
-// (postgres://user:secret@host) nor as a parameter (?password=secret).
-std::string redact_url(std::string_view url);
 
 // libpq's messages end in a newline and sometimes span lines; one line reads better.
 std::string one_line(const char* message);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/store_common.h"
+#include "store/store_options.h"
 
 namespace idforge::store {
 namespace {
@@ -64,10 +65,6 @@ constexpr const char* kReplicasSql =
     " count(*) FILTER (WHERE sync_state IN ('sync', 'quorum')),"
     " count(*) FILTER (WHERE sync_state IS NULL), count(*)"
     " FROM pg_stat_replication";
-
-std::string place_text(uint32_t index, uint32_t count) {
-  return fmt::format("{}/{}", index, count);
-}
 
 }  // namespace
 
@@ -147,16 +144,7 @@ Status pg_claim_place(PgClient& db, uint32_t index, uint32_t count) {
   }
   const std::string wanted = place_text(index, count);
   IDFORGE_ASSIGN_OR_RETURN(Answer got, db.run(kPlaceSql, {wanted}, "recording the store's place"));
-  const std::string recorded = got.text(0, 0);
-  if (recorded == wanted) return Status::Ok();
-  const size_t slash = recorded.find('/');
-  const std::string shown = slash == std::string::npos
-                                ? "'" + recorded + "'"
-                                : recorded.substr(0, slash) + " of " + recorded.substr(slash + 1);
-  return Status::InvalidArgument(fmt::format(
-      "store {} is store {} for striped tags; this process lists it as store {} of {} — list the "
-      "stores in the same order and number on every node",
-      db.shown(), shown, index, count));
+  return check_place(db.shown(), got.text(0, 0), index, count);
 }
 
 Result<Durability> pg_durability(PgClient& db, uint32_t min_replicas) {

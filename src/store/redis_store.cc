@@ -448,7 +448,7 @@ Status RedisStore::claim_place(uint32_t index, uint32_t count) {
     return Status::InvalidArgument(
         fmt::format("store place {} of {}: the index must be below the count", index, count));
   }
-  const std::string wanted = fmt::format("{}/{}", index, count);
+  const std::string wanted = place_text(index, count);
   return with_connection([&](RedisConnection& c) -> Status {
     IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kPlace, {std::string(kMetaKey)}, {wanted}));
     const redisReply* r = got.get();
@@ -456,16 +456,7 @@ Status RedisStore::claim_place(uint32_t index, uint32_t count) {
     if (r->type != REDIS_REPLY_STRING) {
       return Status::Internal(fmt::format("{}: recording the place: unexpected reply", shown_));
     }
-    const std::string recorded(reply_text(r));
-    if (recorded == wanted) return Status::Ok();
-    const size_t slash = recorded.find('/');
-    const std::string was = slash == std::string::npos
-                                ? "'" + recorded + "'"
-                                : recorded.substr(0, slash) + " of " + recorded.substr(slash + 1);
-    return Status::InvalidArgument(fmt::format(
-        "store {} is store {} for striped tags; this process lists it as store {} of {} — list "
-        "the stores in the same order and number on every node",
-        shown_, was, index, count));
+    return check_place(shown_, reply_text(r), index, count);
   });
 }
 

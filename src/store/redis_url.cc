@@ -7,29 +7,9 @@
 #include <string_view>
 
 #include "core/text.h"
+#include "store/store_options.h"
 
 namespace idforge::store {
-namespace {
-
-// "p%40ss" -> "p@ss", so a password may hold the URL's own delimiters.
-Result<std::string> percent_decode(std::string_view in) {
-  std::string out;
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    unsigned value = 0;
-    if (in.size() - i < 3) return Status::InvalidArgument("bad escape");
-    const auto [end, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
-    if (ec != std::errc() || end != in.data() + i + 3) return Status::InvalidArgument("bad escape");
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string RedisAddress::shown() const {
   const bool v6 = host.find(':') != std::string::npos;

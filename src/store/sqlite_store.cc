@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "store/store_common.h"
+#include "store/store_options.h"
 
 namespace idforge::store {
 namespace {
@@ -505,7 +506,7 @@ Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
     return Status::InvalidArgument(
         fmt::format("store place {} of {}: the index must be below the count", index, count));
   }
-  const std::string wanted = fmt::format("{}/{}", index, count);
+  const std::string wanted = place_text(index, count);
   std::lock_guard lock(mu_);
   {
     IDFORGE_ASSIGN_OR_RETURN(
@@ -517,15 +518,7 @@ Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
     if (rc != SQLITE_DONE) return error(rc, "recording the store's place");
   }
   IDFORGE_ASSIGN_OR_RETURN(std::string recorded, meta_locked("place"));
-  if (recorded == wanted) return Status::Ok();
-  const size_t slash = recorded.find('/');
-  const std::string was = slash == std::string::npos
-                              ? "'" + recorded + "'"
-                              : recorded.substr(0, slash) + " of " + recorded.substr(slash + 1);
-  return Status::InvalidArgument(fmt::format(
-      "store {} is store {} for striped tags; this process lists it as store {} of {} — list the "
-      "stores in the same order and number on every node",
-      describe(), was, index, count));
+  return check_place(describe(), recorded, index, count);
 }
 
 Result<Durability> SqliteStore::durability() {

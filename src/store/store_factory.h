@@ -2,6 +2,8 @@
 //
 //   sqlite:PATH                      an SQLite file (created if missing, WAL mode)
 //   postgres://USER@HOST:PORT/DB     PostgreSQL (also postgresql://; libpq keywords ok)
+//   mysql://USER@HOST:PORT/DB        MySQL or MariaDB (also mariadb://; ?table=leaf_alloc,
+//                                    tiny_id_info or SEQUENCE uses that table in place)
 //   redis://HOST:PORT[/DB]           Redis
 #pragma once
 

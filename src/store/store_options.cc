@@ -4,8 +4,70 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 namespace idforge::store {
+
+std::string redact_url(std::string_view url) {
+  std::string out(url);
+  const size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = out.find_first_of("/?", start);
+    const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
+    if (at != std::string::npos && at > start) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
+    }
+  }
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
+    const bool is_key = p > 0 && (out[p - 1] == '?' || out[p - 1] == '&' || out[p - 1] == ' ');
+    const size_t value = p + std::strlen("password=");
+    if (!is_key) {
+      p = value;
+      continue;
+    }
+    const size_t end = out.find_first_of("& ", value);
+    out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");
+    p = value + 3;
+  }
+  return out;
+}
+
+Result<std::string> percent_decode(std::string_view in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
+    }
+    unsigned value = 0;
+    if (in.size() - i < 3) return Status::InvalidArgument("bad escape");
+    const auto [end, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
+    if (ec != std::errc() || end != in.data() + i + 3) return Status::InvalidArgument("bad escape");
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+std::string place_text(uint32_t index, uint32_t count) {
+  return fmt::format("{}/{}", index, count);
+}
+
+Status check_place(std::string_view store, std::string_view recorded, uint32_t index,
+                   uint32_t count) {
+  if (recorded == place_text(index, count)) return Status::Ok();
+  const size_t slash = recorded.find('/');
+  const std::string was =
+      slash == std::string_view::npos
+          ? fmt::format("'{}'", recorded)
+          : fmt::format("{} of {}", recorded.substr(0, slash), recorded.substr(slash + 1));
+  return Status::InvalidArgument(fmt::format(
+      "store {} is store {} for striped tags; this process lists it as store {} of {} — list the "
+      "stores in the same order and number on every node",
+      store, was, index, count));
+}
 
 Result<UrlOptions> take_url_options(std::string_view url, const std::vector<std::string>& keys) {
   UrlOptions out;

@@ -13,6 +13,22 @@
 
 namespace idforge::store {
 
+// The URL as it may appear in logs and errors: no password, neither in the user part
+// (postgres://user:secret@host, mysql://user:secret@host) nor as a parameter
+// (?password=secret).
+std::string redact_url(std::string_view url);
+
+// "p%40ss" -> "p@ss", so a user or password in a URL may hold the URL's own
+// delimiters. InvalidArgument for a '%' not followed by two hex digits.
+Result<std::string> percent_decode(std::string_view in);
+
+// A store's striping place as recorded in it: "INDEX/COUNT".
+std::string place_text(uint32_t index, uint32_t count);
+// Ok when `recorded` is place (index, count); otherwise InvalidArgument naming both
+// places, since two stores at one place would hand out the same IDs.
+Status check_place(std::string_view store, std::string_view recorded, uint32_t index,
+                   uint32_t count);
+
 // The most replicas min_replicas may ask for.
 inline constexpr uint32_t kMaxMinReplicas = 100;
 

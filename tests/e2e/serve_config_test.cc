@@ -322,7 +322,7 @@ TEST_F(ServeConfigTest, BadEndpointsNameTheSetting) {
 TEST_F(ServeConfigTest, BadValuesOfOtherKinds) {
   EXPECT_TRUE(is_usage_error(print_config({"--policy", "yolo"}), "--policy must be logical"));
   EXPECT_TRUE(is_usage_error(print_config({"--layout", "twiter"}), "unknown layout 'twiter'"));
-  EXPECT_TRUE(is_usage_error(print_config({"--store", "mysql://db/ids"}), "--store"));
+  EXPECT_TRUE(is_usage_error(print_config({"--store", "mongodb://db/ids"}), "--store"));
   EXPECT_TRUE(is_usage_error(print_config({"--store", "sqlite:/a.db", "--store", "sqlite:/a.db"}),
                              "given twice"));
   EXPECT_TRUE(is_usage_error(print_config({"--registry", "consul://x"}), "--registry"));

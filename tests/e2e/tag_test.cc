@@ -166,8 +166,10 @@ TEST_F(TagTest, UnknownTagIsAUsageErrorWithAHint) {
 }
 
 TEST_F(TagTest, BadStoreUrlsSayWhatIsWrong) {
-  RunResult scheme = run_idforge({"next", "--tag", "t", "--store", "mysql://db/ids"});
-  EXPECT_TRUE(is_usage_error(scheme, "unknown store URL 'mysql://db/ids'"));
+  RunResult scheme = run_idforge({"next", "--tag", "t", "--store", "mongodb://db/ids"});
+  EXPECT_TRUE(is_usage_error(scheme, "unknown store URL 'mongodb://db/ids'"));
+  RunResult no_user = run_idforge({"next", "--tag", "t", "--store", "mysql://db/ids"});
+  EXPECT_TRUE(is_usage_error(no_user, "bad mysql store URL 'mysql://db/ids': no user"));
   EXPECT_TRUE(is_usage_error(run_idforge({"tag", "list", "--store", "sqlite:"}), "sqlite:"));
 
   // A directory that is not there is an outage of the store, not bad usage: exit 1.

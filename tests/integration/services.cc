@@ -45,6 +45,8 @@ std::string kind_name(ServerKind kind) {
       return "etcd";
     case ServerKind::kZookeeper:
       return "zookeeper";
+    case ServerKind::kMariadb:
+      return "mariadb";
   }
   return "unknown";
 }
@@ -125,15 +127,17 @@ std::string Services::make_dir(const std::string& name) {
   return dir;
 }
 
-Result<Server> Services::start(ServerKind kind, const std::string& name) {
+Result<Server> Services::start(ServerKind kind, const std::string& name,
+                               const std::vector<std::string>& extra_args) {
   IDFORGE_RETURN_IF_ERROR(ensure_root());
   Server server;
   server.kind = kind;
   server.dir = root_ + "/" + name + "-" + std::to_string(next_dir_++);
   const std::string kind_text = kind_name(kind);
-  const RunResult r = run_script({script_path("test-services"), "start", kind_text, server.dir,
-                                  "--owner", std::to_string(getpid())},
-                                 server.dir);
+  std::vector<std::string> argv = {script_path("test-services"), "start", kind_text, server.dir};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.insert(argv.end(), {"--owner", std::to_string(getpid())});
+  const RunResult r = run_script(argv, server.dir);
   server.url = trim(r.out);
   if (r.exit_code != 0 || server.url.empty()) {
     return Status::Unavailable("scripts/test-services start " + kind_text + " failed (exit " +
@@ -181,9 +185,16 @@ Result<std::string> Services::zookeeper_url() {
   return s->url;
 }
 
-Result<Server> Services::start_private(ServerKind kind, const std::string& name) {
+Result<std::string> Services::mariadb_url() {
+  Result<Server> s = shared(ServerKind::kMariadb);
+  if (!s.ok()) return s.status();
+  return s->url;
+}
+
+Result<Server> Services::start_private(ServerKind kind, const std::string& name,
+                                       const std::vector<std::string>& extra_args) {
   std::lock_guard lock(services_mutex());
-  return start(kind, name);
+  return start(kind, name, extra_args);
 }
 
 Status Services::stop(const Server& server) {

@@ -1,5 +1,6 @@
-// Real PostgreSQL, Redis, etcd and ZooKeeper servers for the integration tests, started by
-// scripts/test-services on 127.0.0.1 with random ports in one temporary directory.
+// Real PostgreSQL, Redis, etcd, ZooKeeper and MariaDB servers for the integration tests,
+// started by scripts/test-services on 127.0.0.1 with random ports in one temporary
+// directory.
 //
 // The shared servers start on first use, once per test binary (ctest runs each test
 // in its own process, so a Redis-only test never waits for PostgreSQL), and a gtest
@@ -16,14 +17,16 @@
 
 namespace idforge::integration {
 
-enum class ServerKind { kPostgres, kRedis, kEtcd, kZookeeper };
+enum class ServerKind { kPostgres, kRedis, kEtcd, kZookeeper, kMariadb };
 
 // One server started by the script.
 struct Server {
   ServerKind kind = ServerKind::kPostgres;
   std::string dir;  // its directory, which the script's stop/restart take
   // postgres://idforge@127.0.0.1:PORT/idforge, redis://127.0.0.1:PORT,
-  // etcd://127.0.0.1:PORT or zookeeper://127.0.0.1:PORT
+  // etcd://127.0.0.1:PORT, zookeeper://127.0.0.1:PORT or
+  // mysql://idforge:idforge@127.0.0.1:PORT/idforge (MariaDB; user idforge_ro, password
+  // idforge_ro, may only SELECT)
   std::string url;
 };
 
@@ -37,11 +40,17 @@ class Services {
   Result<std::string> redis_url();
   Result<std::string> etcd_url();
   Result<std::string> zookeeper_url();
+  // Durable: innodb_flush_log_at_trx_commit 1, binary log on with sync_binlog 1, GTIDs.
+  Result<std::string> mariadb_url();
   // The shared server itself (for client()); never stop it.
   Result<Server> shared(ServerKind kind);
 
   // A server of the test's own, e.g. one it will stop; stopped at the end too.
-  Result<Server> start_private(ServerKind kind, const std::string& name);
+  // `extra_args` go to the script's start after the directory, e.g.
+  // {"--unsafe-durability"} (MariaDB: innodb_flush_log_at_trx_commit 2, sync_binlog 0)
+  // or {"--no-persistence"} (Redis).
+  Result<Server> start_private(ServerKind kind, const std::string& name,
+                               const std::vector<std::string>& extra_args = {});
   Status stop(const Server& server);
   // Starts a stopped server again with its data, on its old port.
   Status restart(const Server& server);
@@ -52,13 +61,14 @@ class Services {
   // SIGKILL: a crash with no clean shutdown; restart() brings it back.
   Status kill(const Server& server);
   // SIGSTOP / SIGCONT: a hung server whose port still accepts connections but never
-  // answers (PostgreSQL: the postmaster and every backend). stop() works on a paused
-  // server too.
+  // answers (PostgreSQL: the postmaster and every backend; MariaDB: mariadbd). stop()
+  // works on a paused server too.
   Status pause(const Server& server);
   Status resume(const Server& server);
 
-  // psql (as role idforge, database idforge), redis-cli, etcdctl or zkCli on `server`,
-  // with `args`.
+  // psql (as role idforge, database idforge), redis-cli, etcdctl, zkCli or mariadb (as
+  // user idforge, database idforge, over TCP; e.g. {"-N", "-B", "-e", "SELECT 1"}) on
+  // `server`, with `args`.
   test_support::RunResult client(const Server& server, const std::vector<std::string>& args);
   // The same, started in the background; stdout and stderr go to files in its dir.
   test_support::Child spawn_client(const Server& server, const std::vector<std::string>& args);
@@ -72,10 +82,11 @@ class Services {
  private:
   Services() = default;
   Status ensure_root();
-  Result<Server> start(ServerKind kind, const std::string& name);
+  Result<Server> start(ServerKind kind, const std::string& name,
+                       const std::vector<std::string>& extra_args = {});
 
   std::string root_;
-  static constexpr int kKinds = 4;
+  static constexpr int kKinds = 5;
   bool started_[kKinds] = {};  // indexed by ServerKind
   Server shared_[kKinds];
   int next_dir_ = 0;

@@ -89,7 +89,7 @@ TEST_P(StoreThroughputTest, AllocationsPerSecond) {
 
 INSTANTIATE_TEST_SUITE_P(AllStores, StoreThroughputTest,
                          ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres,
-                                           StoreKind::kRedis),
+                                           StoreKind::kRedis, StoreKind::kMysql),
                          StoreKindName());
 
 }  // namespace

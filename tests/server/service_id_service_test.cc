@@ -224,7 +224,7 @@ TEST_F(IdServiceTest, RefusesBadSettingsByName) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("max_count"), std::string::npos);
   c = config();
-  c.store_urls = {"mysql://x"};
+  c.store_urls = {"mongodb://x"};
   s = IdService::start(c);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);

@@ -47,5 +47,32 @@ TEST(StripedSourceTest, UnknownTagIsNotFound) {
   EXPECT_FALSE(empty.allocate("x", 1).ok());
 }
 
+// Tinyid's databases each hand out the numbers of their own remainder of delta: their
+// ranges must pass unchanged, or two databases' residues would be mixed up.
+TEST(StripedSourceTest, RangesAStoreStripedItselfPassUnchanged) {
+  class SelfStriped final : public RangeSource {
+   public:
+    explicit SelfStriped(uint64_t remainder) : remainder_(remainder) {}
+    Result<Segment> allocate(std::string_view, uint64_t step) override {
+      const Segment s{next_ + remainder_, step, 2, "db"};
+      next_ += 2 * step;
+      return s;
+    }
+
+   private:
+    uint64_t remainder_;
+    uint64_t next_ = 10;
+  };
+  SelfStriped even(0), odd(1);
+  StripedSource s({&even, &odd});
+  const Segment a = s.allocate("t", 5).value();
+  const Segment b = s.allocate("t", 5).value();
+  EXPECT_EQ(a.first, 10u);
+  EXPECT_EQ(a.stride, 2u);
+  EXPECT_EQ(a.identity, "db");
+  EXPECT_EQ(b.first, 11u);
+  EXPECT_EQ(b.stride, 2u);
+}
+
 }  // namespace
 }  // namespace idforge
