@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load fuzz torture screenshot format clean
+.PHONY: all deps build run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-stores fuzz torture screenshot format clean
 
 all: build
 
@@ -68,6 +68,10 @@ bench: build
 # The server under load beside redis-server and nginx (docs/benchmarks.md).
 bench-load: build
 	@bench/load/run.sh --idforge build/idforge
+
+# Segment IDs through the server on PostgreSQL and MariaDB (docs/benchmarks.md).
+bench-stores: build
+	@bench/load/stores.sh --idforge build/idforge
 
 # libFuzzer targets (clang), each for SECONDS (docs/reliability.md, "Fuzzing").
 fuzz: deps

@@ -13,6 +13,7 @@
 #include "idforge/snowflake.h"
 #include "idforge/time_format.h"
 #include "server/net_server.h"
+#include "store/store_options.h"
 #include "store/zoneinfo.h"
 
 namespace idforge::cli::settings {
@@ -175,6 +176,16 @@ constexpr Spec kSpecs[] = {
      [](ServeConfig& c, Value& v) { c.service.serial_zone = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.serial_zone); },
      "UTC"},
+
+    {{"segment.tinyid_tokens", "IDFORGE_TINYID_TOKENS", "--tinyid-tokens", "URL", "(none)",
+      "MySQL database whose tiny_id_token table holds the tokens of Tinyid's routes "
+      "(/tinyid/id/...), mysql://USER:PW@HOST:PORT/DB; none: those routes refuse every token"},
+     {Kind::kText},
+     [](ServeConfig& c, Value& v) { c.service.tinyid_tokens_url = std::move(v.text); },
+     [](const ServeConfig& c) {
+       return toml_string(store::redact_url(c.service.tinyid_tokens_url));
+     },
+     "(none)"},
 
     {{"worker.registry", "IDFORGE_REGISTRY", "--registry", "URL", "local: in DATA_DIR/workers",
       "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, redis://HOST:PORT, "

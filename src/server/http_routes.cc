@@ -11,22 +11,19 @@
 #include "core/quote.h"
 #include "core/text.h"
 #include "idforge/time_format.h"
+#include "server/http_call.h"
 #include "server/http_json.h"
+#include "server/http_tinyid.h"
 #include "server/web_assets.h"
 
 namespace idforge::server {
 namespace {
 
-// One request on its way through a handler.
-struct Call {
-  IdService& service;
-  HttpRouter::Scratch& s;
-  const HttpRequest& request;
-  const ReplyMode& mode;
-  std::string& out;
-  std::string_view capture;  // the pattern's "{}" segment, decoded
-};
-
+using http::answered;
+using http::Call;
+using http::fail;
+using http::param;
+using http::reply;
 using Handler = RouteOutcome (*)(Call&);
 
 enum MethodBits : unsigned { kGetBit = 1, kPostBit = 2, kPutBit = 4 };
@@ -52,32 +49,6 @@ std::string allow_header(unsigned methods) {
   if (methods & kPutBit) header += "PUT, ";
   header.resize(header.size() - 2);
   return header + "\r\n";
-}
-
-RouteOutcome answered(int status) {
-  RouteOutcome outcome;
-  outcome.status = status;
-  return outcome;
-}
-
-RouteOutcome fail(Call& c, const Status& status) {
-  return answered(write_status_error(c.out, c.mode, status));
-}
-
-RouteOutcome reply(Call& c, int status, std::string_view content_type, std::string_view body) {
-  write_reply(c.out, c.mode, status, content_type, body);
-  return answered(status);
-}
-
-// --- query parameters ---
-
-// The value of `key`, "" when absent. A repeated key is an error rather than a guess.
-Result<std::string_view> param(const QueryParams& query, std::string_view key) {
-  if (size_t n = query.count(key); n > 1) {
-    return Status::InvalidArgument(
-        fmt::format("query parameter '{}' is given {} times; give it once", key, n));
-  }
-  return query.get(key).value_or(std::string_view());
 }
 
 Result<uint64_t> count_of(Call& c) {
@@ -410,6 +381,22 @@ constexpr RouteEntry kRoutes[] = {
     {{"v1", "segment", "{}"}, kGetBit, Route::kSegment, false, segment},
     {{"api", "segment", "get", "{}"}, kGetBit, Route::kLeafSegment, false, leaf_segment},
     {{"api", "snowflake", "get", "{}"}, kGetBit, Route::kLeafSnowflake, false, leaf_snowflake},
+    {{"tinyid", "id", "nextIdSimple"},
+     kGetBit | kPostBit,
+     Route::kTinyid,
+     false,
+     http::tinyid_next_id_simple},
+    {{"tinyid", "id", "nextId"}, kGetBit | kPostBit, Route::kTinyid, false, http::tinyid_next_id},
+    {{"tinyid", "id", "nextSegmentIdSimple"},
+     kGetBit | kPostBit,
+     Route::kTinyid,
+     false,
+     http::tinyid_next_segment_id_simple},
+    {{"tinyid", "id", "nextSegmentId"},
+     kGetBit | kPostBit,
+     Route::kTinyid,
+     false,
+     http::tinyid_next_segment_id},
     {{"v1", "uuid7"}, kGetBit, Route::kUuid7, false, uuid7},
     {{"v1", "ulid"}, kGetBit, Route::kUlid, false, ulid},
     {{"v1", "serial", "{}"}, kGetBit, Route::kSerial, false, serial},

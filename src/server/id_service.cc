@@ -15,6 +15,7 @@
 #include "server/service_snowflake.h"
 #include "store/store_common.h"
 #include "store/store_set.h"
+#include "store/tinyid_tokens.h"
 #include "store/zoneinfo.h"
 
 namespace idforge::server {
@@ -89,6 +90,7 @@ struct IdService::Impl {
   std::unique_ptr<SegmentPart> segments;
   std::unique_ptr<SnowflakePart> snowflake;
   std::unique_ptr<ServiceHealth> health;
+  std::unique_ptr<store::TinyidTokens> tinyid_tokens;  // null: no Tinyid tokens configured
 };
 
 IdService::IdService(ServiceConfig config)
@@ -133,6 +135,9 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
       SnowflakePart::start(c, c.identity.empty() ? default_identity() : c.identity));
   impl.snowflake = std::move(snowflake);
   impl.health = std::make_unique<ServiceHealth>(*impl.snowflake, *impl.segments);
+  if (!c.tinyid_tokens_url.empty()) {
+    IDFORGE_ASSIGN_OR_RETURN(impl.tinyid_tokens, store::TinyidTokens::open(c.tinyid_tokens_url));
+  }
   return service;
 }
 
@@ -161,6 +166,16 @@ Status IdService::segment(std::string_view tag, std::span<uint64_t> out) {
   Status made = impl_->segments->next(tag, out);
   if (made.ok()) metrics_.record_ids(IdKind::kSegment, out.size());
   return made;
+}
+
+Result<Segment> IdService::segment_range(std::string_view tag) {
+  Result<Segment> got = impl_->segments->range(tag);
+  if (got.ok()) metrics_.record_ids(IdKind::kSegment, got->count);
+  return got;
+}
+
+bool IdService::tinyid_can_visit(std::string_view biz_type, std::string_view token) const {
+  return impl_->tinyid_tokens != nullptr && impl_->tinyid_tokens->can_visit(biz_type, token);
 }
 
 void IdService::uuid7(std::span<Uuid> out) {

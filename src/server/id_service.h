@@ -71,6 +71,9 @@ struct ServiceConfig {
   bool allow_unsafe_store = false;  // issue from a store whose settings can lose ranges
   std::string serial_zone;          // time zone of serial dates; empty: UTC
   std::string admin_token;          // empty: admin routes are off
+  // The MySQL database whose tiny_id_token table holds the tokens of the Tinyid routes
+  // (/tinyid/id/...); empty: those routes refuse every token, as Tinyid with no tokens.
+  std::string tinyid_tokens_url;
 };
 
 // A request's count: "" means 1; otherwise 1..max_count. InvalidArgument (not a number,
@@ -175,6 +178,13 @@ class IdService {
   // Never block.
   void uuid7(std::span<Uuid> out);
   void ulid(std::span<Ulid> out);
+
+  // A whole range of `tag` straight from its stores (through their guards), for a
+  // client that hands the numbers out itself (Tinyid's nextSegmentId). May block.
+  Result<Segment> segment_range(std::string_view tag);
+  // Whether `token` is one of Tinyid's tokens for business type `biz_type`
+  // (ServiceConfig::tinyid_tokens_url). Never blocks.
+  bool tinyid_can_visit(std::string_view biz_type, std::string_view token) const;
 
   // The next serial of `tag` from its template (tag create --template). May block.
   // FailedPrecondition-like InvalidArgument when the tag has no template.

@@ -50,6 +50,8 @@ std::string_view route_name(Route route) {
       return "leaf_segment";
     case Route::kLeafSnowflake:
       return "leaf_snowflake";
+    case Route::kTinyid:
+      return "tinyid";
     case Route::kAdmin:
       return "admin";
     case Route::kStatus:

@@ -31,6 +31,7 @@ enum class Route {
   kCompose,
   kLeafSegment,
   kLeafSnowflake,
+  kTinyid,  // /tinyid/id/...
   kAdmin,
   kStatus,
   kMetrics,

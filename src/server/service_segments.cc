@@ -276,6 +276,15 @@ Status SegmentPart::next(std::string_view tag, std::span<uint64_t> out) {
   return made;
 }
 
+Result<Segment> SegmentPart::range(std::string_view tag) {
+  IDFORGE_ASSIGN_OR_RETURN(auto* entry, entry_for(tag));
+  // Step 0: each store's own step for the tag. The guard records the range as served
+  // like any other, so it is never handed out again, here or after a restart.
+  Result<Segment> got = entry->source.source->allocate(tag, 0);
+  if (!got.ok()) note_request(got.status());
+  return got;
+}
+
 Result<std::string> SegmentPart::serial(std::string_view tag, int64_t unix_ms,
                                         const TimeZone& zone) {
   IDFORGE_ASSIGN_OR_RETURN(auto* entry, entry_for(tag));

@@ -76,6 +76,8 @@ class SegmentPart {
   Result<size_t> try_next(std::string_view tag, std::span<uint64_t> out) const;
   // IDs of `tag`, loading it first if needed. May block.
   Status next(std::string_view tag, std::span<uint64_t> out);
+  // A whole new range of `tag` from its source, beside its buffer. May block.
+  Result<Segment> range(std::string_view tag);
   // The next serial of `tag` (InvalidArgument when it has no template). May block.
   Result<std::string> serial(std::string_view tag, int64_t unix_ms, const TimeZone& zone);
 

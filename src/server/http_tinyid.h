@@ -1,0 +1,22 @@
+// Tinyid's HTTP routes (docs/migrating.md), so Tinyid clients switch to idforge
+// unchanged: /tinyid/id/nextId, nextIdSimple, nextSegmentId and nextSegmentIdSimple with
+// bizType, token and batchSize, answered in Tinyid's formats. A token is checked against
+// Tinyid's own tiny_id_token table (ServiceConfig::tinyid_tokens_url).
+#pragma once
+
+#include "server/http_call.h"
+
+namespace idforge::server::http {
+
+// {"data":[ids],"code":200,"message":""}; a bad token is code 5 "token is error", any
+// other failure code 6 with the reason, always with HTTP 200, as Tinyid answers.
+RouteOutcome tinyid_next_id(Call& c);
+// "id" or "id,id,..."; an empty body for a bad token or a failure, as Tinyid.
+RouteOutcome tinyid_next_id_simple(Call& c);
+// A whole range for a client that hands it out itself: {"data":{"currentId",
+// "loadingId","maxId","delta","remainder"},...}, or as "currentId,loadingId,maxId,delta,
+// remainder" (Simple). The client's first ID is currentId + delta.
+RouteOutcome tinyid_next_segment_id(Call& c);
+RouteOutcome tinyid_next_segment_id_simple(Call& c);
+
+}  // namespace idforge::server::http
