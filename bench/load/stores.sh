@@ -32,6 +32,7 @@ bin=$(realpath "$bin")
 services=$(realpath "$(dirname "$0")/../../scripts/test-services")
 
 work=$(mktemp -d /tmp/idforge-stores-XXXXXX)
+chmod 0755 "$work"  # PostgreSQL runs as its own user when started by root
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -69,10 +70,10 @@ start_server() {  # name
   exit 1
 }
 resp_port() { sed -n 's/^idforge serve: resp redis:\/\/.*:\([0-9]*\)$/\1/p' "$work/$1.out"; }
-http_url() { sed -n 's/^idforge serve: http \(http:[^ ]*\)/\1/p' "$work/$1.out"; }
+http_url() { sed -n 's/^idforge serve: http \(http:[^ ]*[^/]\)\/*$/\1/p' "$work/$1.out"; }
 fetches() {  # name: ranges fetched so far
   curl -s "$(http_url "$1")/metrics" |
-    awk '/^idforge_segment_fetches_total\{tag="bench"\}/ {print $2}'
+    awk 'index($0, "idforge_segment_fetches_total{tag=\"bench\"} ") == 1 {n = $2} END {print n + 0}'
 }
 for n in "${names[@]}"; do start_server "$n"; done
 
