@@ -78,7 +78,35 @@ mariadb_config() {
     echo "server_id = $port"
     echo "binlog_format = ROW"
     echo "gtid_strict_mode = ON"
+    # --tls: the certificate from mariadb_make_tls, and TCP clients must use TLS (the
+    # admin account's Unix socket counts as secure, so it still gets in).
+    if [ -f "$dir/tls/server-cert.pem" ]; then
+      echo "ssl_ca = $dir/tls/ca.pem"
+      echo "ssl_cert = $dir/tls/server-cert.pem"
+      echo "ssl_key = $dir/tls/server-key.pem"
+      echo "require_secure_transport = ON"
+    fi
   } >"$dir/my.cnf"
+}
+
+# A throwaway CA and a server certificate signed by it, in DIR/tls (--tls): the CA's
+# certificate is DIR/tls/ca.pem, for clients that verify the server. The certificate
+# names 127.0.0.1 and localhost and is valid for a few days; the keys exist only in DIR.
+mariadb_make_tls() {
+  local tls=$1/tls
+  mkdir -p "$tls"
+  chmod 0700 "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=idforge test CA" \
+    -keyout "$tls/ca-key.pem" -out "$tls/ca.pem" >"$tls/openssl.log" 2>&1 ||
+    die "making the test CA failed; see $tls/openssl.log"
+  openssl req -new -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+    -keyout "$tls/server-key.pem" -out "$tls/server.csr" >>"$tls/openssl.log" 2>&1 ||
+    die "making the server key failed; see $tls/openssl.log"
+  printf 'subjectAltName = IP:127.0.0.1, DNS:localhost\nextendedKeyUsage = serverAuth\n' \
+    >"$tls/server.ext"
+  openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca-key.pem" \
+    -CAcreateserial -days 3 -extfile "$tls/server.ext" -out "$tls/server-cert.pem" \
+    >>"$tls/openssl.log" 2>&1 || die "signing the server certificate failed; see $tls/openssl.log"
 }
 
 mariadb_init() {

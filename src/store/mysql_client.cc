@@ -21,6 +21,9 @@ constexpr auto kStaleFailure = std::chrono::milliseconds(500);
 // The server's errors that mean "not now" rather than "wrong": the caller may retry
 // later or on another store.
 bool is_transient(unsigned err) {
+  // A TLS handshake that fails (a certificate from another CA, a name that does not
+  // match) is a setting to fix, not a link to retry.
+  if (err == CR_SSL_CONNECTION_ERROR) return false;
   if (err >= CR_MIN_ERROR && err <= CR_MAX_ERROR) return true;  // client side: the link
   switch (err) {
     case 1040:  // ER_CON_COUNT_ERROR: too many connections

@@ -320,6 +320,20 @@ TEST(MysqlStoreTest, DurabilityNamesTheSettingsAndRefusesLossyOnes) {
   Durability u = (*s)->durability().value();
   EXPECT_FALSE(u.safe) << u.summary;
   EXPECT_TRUE(has(u.risk, "innodb_flush_log_at_trx_commit=2")) << u.risk;
+
+  // A process that issues IDs refuses such a store unless told otherwise.
+  ASSERT_TRUE((*s)->create_tag(spec("lossy")).ok());
+  const std::string dir = Services::get().make_dir("my-lossy-next");
+  RunResult refused = test_support::run_command(
+      {idforge_bin(), "next", "--tag", "lossy", "--store", lossy->url, "--data-dir", dir},
+      dir + "/a");
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_TRUE(has(refused.err, "innodb_flush_log_at_trx_commit=2")) << refused.err;
+  RunResult allowed =
+      test_support::run_command({idforge_bin(), "next", "--tag", "lossy", "--store", lossy->url,
+                                 "--data-dir", dir, "--allow-unsafe-store"},
+                                dir + "/b");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
 }
 
 TEST(MysqlStoreTest, IdentityIsTheServerAndARecordSurvivesARestart) {
