@@ -4,7 +4,6 @@
 // does what it printed under "--apply will", and nothing else.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include "cli/common.h"
 #include "idforge/segment_store.h"
 #include "store/mysql_url.h"
+#include "store/store_common.h"
 #include "store/store_factory.h"
 #include "store/store_guard.h"
 #include "store/store_options.h"
@@ -30,14 +30,9 @@ struct MigrateFlags {
   bool json = false;
 };
 
-int64_t now_unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string ago(int64_t then_ms) {
   if (then_ms <= 0) return "never";
-  const int64_t s = (now_unix_ms() - then_ms) / 1000;
+  const int64_t s = (store::now_unix_ms() - then_ms) / 1000;
   if (s < 120) return fmt::format("{} s ago", s < 0 ? 0 : s);
   if (s < 7200) return fmt::format("{} min ago", s / 60);
   if (s < 172800) return fmt::format("{} h ago", s / 3600);

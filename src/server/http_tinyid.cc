@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,23 +91,29 @@ RouteOutcome on_pool(Call& c, std::string_view content_type, Fetch fetch, Answer
   return outcome;
 }
 
+// The answer for a request that cannot go on (a bad parameter, a token that may not
+// fetch the business type), in the route's format; nullopt when it may go on.
+std::optional<RouteOutcome> refused(Call& c, const Result<TinyidRequest>& r, bool json) {
+  if (r.ok() && r->token_ok) return std::nullopt;
+  if (!json) return reply(c, 200, kTextType, "");
+  return reply(c, 200, kJsonType,
+               r.ok() ? response_json(kTokenError, "token is error", "")
+                      : response_json(kSystemError, r.status().message(), ""));
+}
+
+Result<std::vector<uint64_t>> fetch_ids(IdService* service, const TinyidRequest& req) {
+  std::vector<uint64_t> ids(req.batch);
+  IDFORGE_RETURN_IF_ERROR(service->segment(req.biz_type, ids));
+  return ids;
+}
+
 }  // namespace
 
 RouteOutcome tinyid_next_id(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (!r.ok()) {
-    return reply(c, 200, kJsonType, response_json(kSystemError, r.status().message(), ""));
-  }
-  if (!r->token_ok) {
-    return reply(c, 200, kJsonType, response_json(kTokenError, "token is error", ""));
-  }
+  if (auto answer = refused(c, r, /*json=*/true)) return *answer;
   return on_pool(
-      c, kJsonType,
-      [service = &c.service, req = *r]() -> Result<std::vector<uint64_t>> {
-        std::vector<uint64_t> ids(req.batch);
-        IDFORGE_RETURN_IF_ERROR(service->segment(req.biz_type, ids));
-        return ids;
-      },
+      c, kJsonType, [service = &c.service, req = *r] { return fetch_ids(service, req); },
       [](const Result<std::vector<uint64_t>>& ids) {
         if (!ids.ok()) return response_json(kSystemError, ids.status().message(), "");
         return response_json(kOk, "", ids_text(*ids, ',', true));
@@ -115,14 +122,9 @@ RouteOutcome tinyid_next_id(Call& c) {
 
 RouteOutcome tinyid_next_id_simple(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (!r.ok() || !r->token_ok) return reply(c, 200, kTextType, "");
+  if (auto answer = refused(c, r, /*json=*/false)) return *answer;
   return on_pool(
-      c, kTextType,
-      [service = &c.service, req = *r]() -> Result<std::vector<uint64_t>> {
-        std::vector<uint64_t> ids(req.batch);
-        IDFORGE_RETURN_IF_ERROR(service->segment(req.biz_type, ids));
-        return ids;
-      },
+      c, kTextType, [service = &c.service, req = *r] { return fetch_ids(service, req); },
       [](const Result<std::vector<uint64_t>>& ids) {
         return ids.ok() ? ids_text(*ids, ',', false) : std::string();
       });
@@ -130,12 +132,7 @@ RouteOutcome tinyid_next_id_simple(Call& c) {
 
 RouteOutcome tinyid_next_segment_id(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (!r.ok()) {
-    return reply(c, 200, kJsonType, response_json(kSystemError, r.status().message(), ""));
-  }
-  if (!r->token_ok) {
-    return reply(c, 200, kJsonType, response_json(kTokenError, "token is error", ""));
-  }
+  if (auto answer = refused(c, r, /*json=*/true)) return *answer;
   return on_pool(
       c, kJsonType,
       [service = &c.service, tag = r->biz_type] { return service->segment_range(tag); },
@@ -151,7 +148,7 @@ RouteOutcome tinyid_next_segment_id(Call& c) {
 
 RouteOutcome tinyid_next_segment_id_simple(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (!r.ok() || !r->token_ok) return reply(c, 200, kTextType, "");
+  if (auto answer = refused(c, r, /*json=*/false)) return *answer;
   return on_pool(
       c, kTextType,
       [service = &c.service, tag = r->biz_type] { return service->segment_range(tag); },

@@ -31,12 +31,11 @@
 namespace idforge::store {
 
 // Server error numbers the store reacts to (mysqld_error.h names).
-inline constexpr unsigned kErDupEntry = 1062;         // ER_DUP_ENTRY
-inline constexpr unsigned kErBadField = 1054;         // ER_BAD_FIELD_ERROR
-inline constexpr unsigned kErNoSuchTable = 1146;      // ER_NO_SUCH_TABLE
-inline constexpr unsigned kErDataOutOfRange = 1690;   // ER_DATA_OUT_OF_RANGE (BIGINT overflow)
-inline constexpr unsigned kErWarnOutOfRange = 1264;   // ER_WARN_DATA_OUT_OF_RANGE
-inline constexpr unsigned kErUnknownVariable = 1193;  // ER_UNKNOWN_SYSTEM_VARIABLE
+inline constexpr unsigned kErDupEntry = 1062;        // ER_DUP_ENTRY
+inline constexpr unsigned kErBadField = 1054;        // ER_BAD_FIELD_ERROR
+inline constexpr unsigned kErNoSuchTable = 1146;     // ER_NO_SUCH_TABLE
+inline constexpr unsigned kErDataOutOfRange = 1690;  // ER_DATA_OUT_OF_RANGE (BIGINT overflow)
+inline constexpr unsigned kErWarnOutOfRange = 1264;  // ER_WARN_DATA_OUT_OF_RANGE
 
 // The outcome of one statement.
 struct MysqlAnswer {
@@ -79,12 +78,6 @@ class MysqlConn {
   MYSQL* m_;
   bool broken_ = false;
   int statements_ = 0;
-};
-
-// The server as the store sees it, read once when the store opens.
-struct MysqlServer {
-  bool mariadb = false;
-  std::string version;
 };
 
 // A pool of connections to one database. Thread-safe.

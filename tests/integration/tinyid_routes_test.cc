@@ -111,8 +111,6 @@ TEST_F(TinyidRoutesTest, ASegmentHandedToAClientIsNeverServedAgain) {
 }
 
 TEST(TinyidRoutesNoTokensTest, WithoutATokenTableEveryTokenIsRefused) {
-  Result<std::string> url = Services::get().mariadb_url();
-  ASSERT_TRUE(url.ok()) << url.status().to_string();
   auto node = ServeNode::start(Services::get().make_dir("tinyid-none"), {});
   ASSERT_TRUE(node.ok()) << node.status().to_string();
   HttpClient http((*node)->http_port());
