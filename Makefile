@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-stores fuzz torture screenshot format clean
+.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-stores fuzz torture screenshot format clean
 
 all: build
 
@@ -15,6 +15,12 @@ deps:
 build: deps
 	@$(CMAKE) --preset release >/dev/null
 	@$(CMAKE) --build --preset release -j $(JOBS)
+
+# The Debian package build/idforge_<version>_<arch>.deb: the binary, its man pages, a
+# default /etc/idforge/idforge.toml and the systemd unit idforge.service
+# (docs/operations.md, "Installing the Debian package"). tests/package/check.sh checks it.
+deb: build
+	@$(CMAKE) --build --preset release --target deb
 
 # The server on embedded defaults (SQLite and local worker ids in ./idforge-data, HTTP
 # on 127.0.0.1:8080, Redis protocol on 127.0.0.1:6380), in the foreground: it prints

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "log/log.h"
 
 #ifndef IDFORGE_VERSION
 #define IDFORGE_VERSION "unknown"
@@ -90,6 +91,14 @@ int run(int argc, char** argv) {
       print_error(fmt::format("unknown command '{}' (commands: {})", first, command_names(app)));
       return kExitUsage;
     }
+  }
+
+  // The process log (log/log.h) is for the server, which configures it (info by
+  // default). A one-shot command reports in its own output and error line; from its
+  // backends (a lease renewal that fails while `worker acquire` holds it, a store guard's
+  // refusal) only warnings and errors reach stderr.
+  if (argc < 2 || std::string_view(argv[1]) != "serve") {
+    log::configure(log::Level::kWarn, log::Format::kText);
   }
 
   try {

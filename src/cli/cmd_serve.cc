@@ -21,11 +21,14 @@
 #include "cli/common.h"
 #include "cli/segment_stores.h"
 #include "cli/serve_config.h"
+#include "cli/serve_settings.h"
 #include "cli/worker_lease.h"
+#include "log/log.h"
 #include "server/http_session.h"
 #include "server/id_service.h"
 #include "server/net_server.h"
 #include "server/resp_session.h"
+#include "server/systemd_notify.h"
 
 namespace idforge::cli {
 namespace {
@@ -38,6 +41,7 @@ struct ServeFlags {
   RegistryFlags registry;
   std::string config;
   bool print_config = false;
+  std::string describe;  // --describe-settings FORMAT
 };
 
 // The help groups, by the settings' TOML sections.
@@ -49,6 +53,7 @@ std::string group_of(std::string_view key) {
   if (section == "segment") return "Segment IDs";
   if (section == "worker") return "Worker id";
   if (section == "limits") return "Limits";
+  if (section == "log") return "Logs";
   return "Threads";
 }
 
@@ -78,10 +83,11 @@ void add_setting_flags(CLI::App& cmd, ServeFlags& flags) {
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
   }
-  for (const SettingInfo& setting : serve_settings()) {
+  for (const settings::Spec& spec : settings::all()) {
+    const SettingInfo& setting = spec.info;
     CLI::Option* option = cmd.get_option(std::string(setting.flag));
     option->description(fmt::format("{} [{}, config key {}; default {}]", setting.help, setting.env,
-                                    setting.key, setting.default_text));
+                                    setting.key, settings::default_shown(spec)));
     option->default_str("");  // the description says it
     option->type_name(std::string(setting.value_name));
     option->group(group_of(setting.key));
@@ -114,10 +120,29 @@ int listen_failed(const ServeConfig& config, std::string_view key, const Status&
 int stop_service(server::IdService& service, int status) {
   Status stopped = service.stop();
   if (!stopped.ok()) {
-    print_error(fmt::format("releasing the worker lease failed: {}", stopped.message()));
+    log::error("serve.lease_release_failed", {{"error", stopped.message()}});
     if (status == kExitOk) status = kExitFailure;
   }
+  log::info("serve.stopped", {{"exit_status", status}});
   return status;
+}
+
+// The start-up line: every effective setting (secrets masked) and, in `from`, where each
+// one that is not at its default came from.
+void log_settings(const ServeConfig& config) {
+  const std::vector<std::pair<std::string, std::string>> values = settings_for_log(config);
+  std::vector<std::string> sources;
+  for (const auto& [key, value] : values) {
+    const std::string source = setting_source(config, key);
+    if (source != "default") sources.push_back(fmt::format("{}:{}", key, source));
+  }
+  const std::string from = fmt::format("{}", fmt::join(sources, ","));
+  std::vector<log::Field> fields = {
+      {"version", IDFORGE_VERSION},
+      {"config_file", config.config_file.empty() ? std::string_view("none") : config.config_file},
+      {"from", from}};
+  for (const auto& [key, value] : values) fields.push_back({key, value});
+  log::write(log::Level::kInfo, "serve.settings", fields);
 }
 
 int serve(const ServeConfig& config) {
@@ -167,27 +192,46 @@ int serve(const ServeConfig& config) {
   fmt::print("idforge serve: http http://{}/\n", http->to_string());
   fmt::print("idforge serve: resp redis://{}\n", resp->to_string());
   std::fflush(stdout);
+  log::info("serve.listening", {{"http", http->to_string()}, {"resp", resp->to_string()}});
+  // Under systemd (Type=notify): started, and the watchdog if the unit has WatchdogSec=;
+  // no-ops otherwise (server/systemd_notify.h).
+  server::notify_ready(
+      fmt::format("serving http://{}/ and redis://{}", http->to_string(), resp->to_string()));
+  std::unique_ptr<server::Watchdog> watchdog = server::start_systemd_watchdog(net, *service);
 
   int signal = 0;
   while (sigwait(&stop_signals, &signal) != 0) {
   }
-  fmt::print(stderr, "idforge serve: shutting down\n");
-  std::fflush(stderr);
+  log::info("serve.stopping", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"},
+                               {"grace_ms", config.shutdown_grace_ms}});
   // A second signal means the operator will not wait for the grace period or a slow
   // coordinator; the lease then expires by its TTL.
   std::thread([stop_signals] {
     int again = 0;
     while (sigwait(&stop_signals, &again) != 0) {
     }
-    print_error("second signal: exiting without finishing requests or releasing the lease");
+    log::error("serve.abandoned",
+               {{"reason",
+                 "second signal: exiting without finishing requests or releasing the "
+                 "lease"}});
     std::_Exit(kExitFailure);
   }).detach();
 
+  // systemd expects no ping once stopping, and the loops are about to stop.
+  watchdog.reset();
+  server::notify_stopping("shutting down: finishing requests, releasing the worker lease");
   net.shutdown(std::chrono::milliseconds(config.shutdown_grace_ms));
+  log::info("serve.drained", {{"next", "releasing the worker lease"}});
   return stop_service(*service, kExitOk);
 }
 
 int run_serve(const CLI::App& cmd, const ServeFlags& flags) {
+  if (!flags.describe.empty()) {
+    Result<std::string> text = describe_settings(flags.describe);
+    if (!text.ok()) return fail(text.status());
+    fmt::print("{}", *text);
+    return kExitOk;
+  }
   ServeSources sources;
   if (cmd.count("--config") > 0) {
     sources.config_file = flags.config;
@@ -209,6 +253,10 @@ int run_serve(const CLI::App& cmd, const ServeFlags& flags) {
     fmt::print("{}", format_serve_config(*config));
     return kExitOk;
   }
+  // The table checked both words (serve_settings.cc).
+  log::configure(log::parse_level(config->log_level).value(),
+                 log::parse_format(config->log_format).value());
+  log_settings(*config);
   return serve(*config);
 }
 
@@ -222,7 +270,13 @@ void add_serve_command(CLI::App& app, int& exit_status) {
                   "TOML config file [IDFORGE_CONFIG]; flags and IDFORGE_* variables override it")
       ->type_name("FILE");
   cmd->add_flag("--print-config", flags->print_config,
-                "Print the effective configuration as TOML (admin token hidden) and exit");
+                "Print the effective configuration as TOML, each value with where it came from "
+                "(admin token hidden), and exit");
+  cmd->add_option("--describe-settings", flags->describe,
+                  "Print every setting from the settings table and exit: markdown (the table of "
+                  "docs/operations.md) or toml (a config file with every setting commented out "
+                  "at its default)")
+      ->type_name("FORMAT");
   add_setting_flags(*cmd, *flags);
   cmd->footer(
       "Every setting is a flag, an IDFORGE_* variable and a key of the --config file; flags\n"

@@ -351,6 +351,20 @@ Status read_admin_token(ServeConfig& config) {
   return Status::Ok();
 }
 
+// The table's defaults go in first, through the same checks as every other layer, and
+// leave no origin: a setting without one is at its default.
+Status apply_defaults(ServeConfig& config) {
+  for (const Spec& spec : settings::all()) {
+    if (spec.info.default_value.empty()) continue;
+    const TextSetting given{std::string(spec.info.key),
+                            {std::string(spec.info.default_value)},
+                            fmt::format("the default of {}", spec.info.key)};
+    IDFORGE_ASSIGN_OR_RETURN(Value value, settings::value_from_text(spec, given));
+    spec.apply(config, value);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string setting_subject(const ServeConfig& config, std::string_view key) {
@@ -389,6 +403,7 @@ std::vector<TextSetting> env_settings(const std::function<const char*(const char
 
 Result<ServeConfig> load_serve_config(const ServeSources& sources) {
   ServeConfig config;
+  IDFORGE_RETURN_IF_ERROR(apply_defaults(config));
   if (!sources.config_file.empty()) {
     IDFORGE_RETURN_IF_ERROR(apply_toml_file(sources.config_file, sources.config_origin, config));
   }

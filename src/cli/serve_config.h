@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "idforge/status.h"
@@ -28,18 +29,19 @@
 
 namespace idforge::cli {
 
-inline constexpr const char* kDefaultHttp = "127.0.0.1:8080";
-inline constexpr const char* kDefaultResp = "127.0.0.1:6380";
-inline constexpr int64_t kDefaultShutdownGraceMs = 5000;
-
+// The defaults of `idforge serve` are the settings table's (serve_settings.cc), which
+// load_serve_config applies first; the member initializers here only keep a
+// default-constructed value sane.
 struct ServeConfig {
   // IDs, backends and request limits; `layout` is resolved from the three settings
   // below when loading ends.
   server::ServiceConfig service;
-  std::string http = kDefaultHttp;  // HOST:PORT; port 0 picks a free one
-  std::string resp = kDefaultResp;
+  std::string http;  // HOST:PORT; port 0 picks a free one
+  std::string resp;
   server::NetOptions net;
-  int64_t shutdown_grace_ms = kDefaultShutdownGraceMs;  // in-flight requests may finish
+  int64_t shutdown_grace_ms = 0;  // in-flight requests may finish
+  std::string log_level;          // log::parse_level's words
+  std::string log_format;         // "text" or "json"
 
   // The Snowflake layout as written: preset name or custom spec, optional epoch/tick.
   std::string layout = "twitter";
@@ -57,11 +59,11 @@ struct ServeConfig {
 
 // One setting, as documented.
 struct SettingInfo {
-  std::string_view key;         // TOML key: "http", "snowflake.policy"
-  std::string_view env;         // "IDFORGE_POLICY"
-  std::string_view flag;        // "--policy"
-  std::string_view value_name;  // for --help: "HOST:PORT", "MS", "URL"
-  std::string_view default_text;
+  std::string_view key;            // TOML key: "http", "snowflake.policy"
+  std::string_view env;            // "IDFORGE_POLICY"
+  std::string_view flag;           // "--policy"
+  std::string_view value_name;     // for --help: "HOST:PORT", "MS", "URL"
+  std::string_view default_value;  // as a flag gives it; "" when there is none
   std::string_view help;
   bool list = false;  // several values: a TOML array, a repeated flag, commas in the variable
 };
@@ -96,8 +98,22 @@ Result<ServeConfig> load_serve_config(const ServeSources& sources);
 std::string setting_subject(const ServeConfig& config, std::string_view key);
 
 // The configuration as a TOML file that --config reads back: every setting with its
-// effective value, where it came from as a comment, and the admin token's value left
-// out (only whether one is set, and from where).
+// effective value, where it came from as a comment ("default", "flag --http", "env
+// IDFORGE_HTTP", "file PATH:LINE"), and the admin token's value left out (only whether
+// one is set, and from where).
 std::string format_serve_config(const ServeConfig& config);
+
+// Where a setting's value came from, as format_serve_config names it.
+std::string setting_source(const ServeConfig& config, std::string_view key);
+
+// What `idforge serve --describe-settings FORMAT` prints, from the settings table:
+// "markdown", the table of docs/operations.md; "toml", a config file with every setting
+// commented out at its default and its description above it (the Debian package's
+// /etc/idforge/idforge.toml). InvalidArgument for another format.
+Result<std::string> describe_settings(std::string_view format);
+
+// The effective settings as (key, value) pairs for the start-up log line, secrets
+// masked, the store and registry URLs without passwords.
+std::vector<std::pair<std::string, std::string>> settings_for_log(const ServeConfig& config);
 
 }  // namespace idforge::cli

@@ -12,6 +12,7 @@
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/time_format.h"
+#include "log/log.h"
 #include "server/net_server.h"
 #include "store/store_options.h"
 #include "store/zoneinfo.h"
@@ -54,70 +55,82 @@ std::string num(T value) {
   return std::to_string(value);
 }
 
-// The table: key, variable, flag, value name, default, help; then how it is read.
+// The table: key, variable, flag, value name, default (as a flag gives it; "" for
+// none), help; then how it is read and shown. load_serve_config starts from these
+// defaults, so ServeConfig's own member defaults never reach `idforge serve`.
 constexpr Spec kSpecs[] = {
     {{"http", "IDFORGE_HTTP", "--http", "HOST:PORT", "127.0.0.1:8080",
-      "HTTP listen address (JSON API, /metrics, web page); port 0 picks a free one"},
+      "HTTP listen address (JSON API, /metrics, the web page): IPv4:PORT, [IPv6]:PORT or "
+      "localhost:PORT; port 0 picks a free one"},
      {Kind::kEndpoint},
      [](ServeConfig& c, Value& v) { c.http = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.http); }},
     {{"resp", "IDFORGE_RESP", "--resp", "HOST:PORT", "127.0.0.1:6380",
-      "Redis-protocol listen address; port 0 picks a free one"},
+      "Redis-protocol listen address, in the same forms as http"},
      {Kind::kEndpoint},
      [](ServeConfig& c, Value& v) { c.resp = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.resp); }},
     {{"data_dir", "IDFORGE_DATA_DIR", "--data-dir", "DIR", "./idforge-data",
-      "Local state (created 0700): the default SQLite store and worker-id lock files"},
+      "Local state, created 0700: the default SQLite store, the local: registry's lock files "
+      "and the marks of the segment ranges served"},
      {Kind::kDir},
      [](ServeConfig& c, Value& v) { c.service.data_dir = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.data_dir); }},
-    {{"admin_token", "IDFORGE_ADMIN_TOKEN", "--admin-token", "TOKEN", "(none: admin routes off)",
-      "Bearer token of the admin routes; prefer the variable or admin_token_file, since "
-      "flags show in ps"},
+    {{"admin_token", "IDFORGE_ADMIN_TOKEN", "--admin-token", "TOKEN", "",
+      "Bearer token of the admin routes (/v1/admin/...); without one they answer 404. A flag "
+      "shows in ps: prefer the variable or admin_token_file"},
      {Kind::kSecret},
      [](ServeConfig& c, Value& v) {
        if (!v.text.empty()) c.admin_token_file.clear();
        c.service.admin_token = std::move(v.text);
      },
-     nullptr},
-    {{"admin_token_file", "IDFORGE_ADMIN_TOKEN_FILE", "--admin-token-file", "FILE", "(none)",
-      "Read the admin token from this file (surrounding whitespace is dropped)"},
+     nullptr,
+     "none: admin routes off"},
+    {{"admin_token_file", "IDFORGE_ADMIN_TOKEN_FILE", "--admin-token-file", "FILE", "",
+      "Read the admin token from this file (one word; surrounding whitespace is dropped). Both "
+      "the token and the file in one layer is an error; a higher layer's one wins over a "
+      "lower layer's other"},
      {Kind::kFile},
      [](ServeConfig& c, Value& v) {
        if (!v.text.empty()) c.service.admin_token.clear();
        c.admin_token_file = std::move(v.text);
      },
      [](const ServeConfig& c) { return toml_string(c.admin_token_file); },
-     "no file"},
+     "none"},
     {{"shutdown_grace_ms", "IDFORGE_SHUTDOWN_GRACE_MS", "--shutdown-grace-ms", "MS", "5000",
-      "On SIGTERM/SIGINT, how long in-flight requests may take to finish"},
+      "On SIGTERM or SIGINT, how long in-flight requests may take to finish"},
      {Kind::kUint, 0, 600'000},
      [](ServeConfig& c, Value& v) { c.shutdown_grace_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.shutdown_grace_ms); }},
 
     {{"snowflake.layout", "IDFORGE_LAYOUT", "--layout", "NAME|SPEC", "twitter",
       "Preset (twitter, discord, instagram, sonyflake, baidu) or custom spec "
-      "'time:41,datacenter:5,worker:5,sequence:12'"},
+      "time:41,datacenter:5,worker:5,sequence:12; it must have one or two node fields, which "
+      "the worker-id lease fills"},
      {Kind::kLayout},
      [](ServeConfig& c, Value& v) { c.layout = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.layout); }},
-    {{"snowflake.epoch", "IDFORGE_EPOCH", "--epoch", "MS|ISO", "the layout's",
-      "Epoch as Unix ms or ISO-8601 (in TOML also a date-time)"},
+    {{"snowflake.epoch", "IDFORGE_EPOCH", "--epoch", "MS|ISO", "",
+      "Epoch as Unix ms or ISO-8601 text; in TOML also a date-time "
+      "(epoch = 2020-01-01T00:00:00Z)"},
      {Kind::kEpoch},
      [](ServeConfig& c, Value& v) { c.epoch_ms = static_cast<int64_t>(v.number); },
-     [](const ServeConfig& c) { return num(c.service.layout.epoch_ms()); }},
-    {{"snowflake.tick_ms", "IDFORGE_TICK_MS", "--tick-ms", "MS", "the layout's",
-      "Tick length in ms"},
+     [](const ServeConfig& c) { return num(c.service.layout.epoch_ms()); },
+     "the layout's"},
+    {{"snowflake.tick_ms", "IDFORGE_TICK_MS", "--tick-ms", "MS", "", "Tick length in ms"},
      {Kind::kUint, 1, kDayMs},
      [](ServeConfig& c, Value& v) { c.tick_ms = static_cast<int64_t>(v.number); },
-     [](const ServeConfig& c) { return num(c.service.layout.tick_ms()); }},
+     [](const ServeConfig& c) { return num(c.service.layout.tick_ms()); },
+     "the layout's"},
     {{"snowflake.policy", "IDFORGE_POLICY", "--policy", "POLICY", "logical",
       "Clock rollback policy: logical, wait, reject or ring"},
      {Kind::kPolicy},
      [](ServeConfig& c, Value& v) { c.service.policy = parse_policy(v.text).value(); },
-     [](const ServeConfig& c) { return toml_string(policy_name(c.service.policy)); }},
+     [](const ServeConfig& c) { return toml_string(policy_name(c.service.policy)); },
+     {},
+     "snowflake.md"},
     {{"snowflake.max_drift_ms", "IDFORGE_MAX_DRIFT_MS", "--max-drift-ms", "MS", "1000",
-      "logical: how far ahead of the clock IDs may run (0: wait for the next real tick)"},
+      "Policy logical: how far ahead of the clock IDs may run (0: wait for the next real tick)"},
      {Kind::kUint, 0, kDayMs},
      [](ServeConfig& c, Value& v) { c.service.max_drift_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.service.max_drift_ms); }},
@@ -129,23 +142,24 @@ constexpr Spec kSpecs[] = {
      [](ServeConfig& c, Value& v) { c.service.max_clock_step_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.service.max_clock_step_ms); }},
     {{"snowflake.max_wait_ms", "IDFORGE_MAX_WAIT_MS", "--max-wait-ms", "MS", "5",
-      "Longest one request waits for the clock (rollback, exhausted sequence)"},
+      "Longest one request waits for the clock (a rollback, an exhausted sequence)"},
      {Kind::kUint, 0, 60'000},
      [](ServeConfig& c, Value& v) { c.service.max_wait_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.service.max_wait_ms); }},
 
-    {{"segment.stores", "IDFORGE_STORE", "--store", "URL", "sqlite:DATA_DIR/segments.db",
-      "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, mysql://USER:PW@HOST:PORT/DB, "
-      "redis://HOST:PORT or redis-sentinel://HOST:PORT,.../MASTER; several stripe each tag over "
-      "them (always the same "
-      "stores, same order)",
+    {{"segment.stores", "IDFORGE_STORE", "--store", "URL", "",
+      "Segment store URLs: sqlite:PATH, postgres://USER@HOST:PORT/DB, "
+      "mysql://USER:PW@HOST:PORT/DB, redis://HOST:PORT or redis-sentinel://HOST:PORT,.../MASTER; "
+      "several stripe each tag over them (always the same stores, in the same order). TOML: "
+      "an array; variable: separated by commas; flag: repeated",
       /*list=*/true},
      {Kind::kStores},
      [](ServeConfig& c, Value& v) { c.service.store_urls = std::move(v.list); },
      [](const ServeConfig& c) { return toml_list(c.service.store_urls); },
-     "sqlite:DATA_DIR/segments.db"},
+     "sqlite:DATA_DIR/segments.db",
+     "#segment-stores"},
     {{"segment.wait_ms", "IDFORGE_SEGMENT_WAIT_MS", "--segment-wait-ms", "MS", "1000",
-      "Longest a request waits for the store when a tag's buffers are empty"},
+      "Longest a request waits for the store when a tag's two buffers are empty"},
      {Kind::kUint, 0, 600'000},
      [](ServeConfig& c, Value& v) { c.service.segment_wait_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.service.segment_wait_ms); }},
@@ -154,53 +168,58 @@ constexpr Spec kSpecs[] = {
      {Kind::kUint, 1, 1'000'000'000},
      [](ServeConfig& c, Value& v) { c.service.max_step = v.number; },
      [](const ServeConfig& c) { return num(c.service.max_step); }},
-    {{"segment.failover_margin", "IDFORGE_SEGMENT_FAILOVER_MARGIN", "--failover-margin", "N",
-      "0 (16 x 4 x max_step)",
+    {{"segment.failover_margin", "IDFORGE_SEGMENT_FAILOVER_MARGIN", "--failover-margin", "N", "0",
       "Numbers every tag moves forward when a store's history changes (a promoted replica, a "
-      "restore); 0: 64 ranges of max_step (docs/stores.md)"},
+      "restore)"},
      {Kind::kUint, 0, uint64_t{1} << 62},
      [](ServeConfig& c, Value& v) { c.service.failover_margin = v.number; },
-     [](const ServeConfig& c) { return num(c.service.failover_margin); }},
+     [](const ServeConfig& c) { return num(c.service.failover_margin); },
+     "64 x max_step",
+     "stores.md#when-a-store-goes-back"},
     {{"segment.allow_unsafe_store", "IDFORGE_ALLOW_UNSAFE_STORE", "--allow-unsafe-store",
       "true|false", "false",
       "Issue segment IDs from a store whose settings can lose committed ranges (Redis without "
-      "appendfsync always, PostgreSQL with fsync or synchronous_commit off)"},
+      "appendfsync always, PostgreSQL with fsync or synchronous_commit off, MySQL with "
+      "innodb_flush_log_at_trx_commit other than 1)"},
      {Kind::kBool},
      [](ServeConfig& c, Value& v) { c.service.allow_unsafe_store = v.text == "true"; },
      [](const ServeConfig& c) {
        return std::string(c.service.allow_unsafe_store ? "true" : "false");
      }},
-    {{"segment.serial_zone", "IDFORGE_SERIAL_ZONE", "--serial-zone", "ZONE", "UTC",
-      "Time zone of the dates in serial numbers: UTC, +08:00 or an IANA name"},
+    {{"segment.serial_zone", "IDFORGE_SERIAL_ZONE", "--serial-zone", "ZONE", "",
+      "Time zone of the dates in serial numbers: UTC, +08:00 or an IANA name (Asia/Shanghai, "
+      "from /usr/share/zoneinfo)"},
      {Kind::kZone},
      [](ServeConfig& c, Value& v) { c.service.serial_zone = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.serial_zone); },
      "UTC"},
-
-    {{"segment.tinyid_tokens", "IDFORGE_TINYID_TOKENS", "--tinyid-tokens", "URL", "(none)",
-      "MySQL database whose tiny_id_token table holds the tokens of Tinyid's routes "
-      "(/tinyid/id/...), mysql://USER:PW@HOST:PORT/DB; none: those routes refuse every token"},
+    {{"segment.tinyid_tokens", "IDFORGE_TINYID_TOKENS", "--tinyid-tokens", "URL", "",
+      "MySQL database (mysql://USER:PW@HOST:PORT/DB) whose tiny_id_token table holds the "
+      "tokens of Tinyid's routes (/tinyid/id/...), read at start and every minute; none: "
+      "those routes refuse every token"},
      {Kind::kText},
      [](ServeConfig& c, Value& v) { c.service.tinyid_tokens_url = std::move(v.text); },
      [](const ServeConfig& c) {
        return toml_string(store::redact_url(c.service.tinyid_tokens_url));
      },
-     "(none)"},
+     "none",
+     "migrating.md#from-tinyid"},
 
-    {{"worker.registry", "IDFORGE_REGISTRY", "--registry", "URL", "local: in DATA_DIR/workers",
+    {{"worker.registry", "IDFORGE_REGISTRY", "--registry", "URL", "",
       "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, redis://HOST:PORT, "
       "redis-sentinel://HOST:PORT,.../MASTER, etcd://HOST:PORT,... or "
       "zookeeper://HOST:PORT,.../PATH, each optionally with ?ttl_ms=N&cluster=NAME"},
      {Kind::kRegistry},
      [](ServeConfig& c, Value& v) { c.service.registry_url = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.registry_url); },
-     "local:DATA_DIR/workers"},
-    {{"worker.identity", "IDFORGE_IDENTITY", "--identity", "ID", "HOSTNAME:HTTP_PORT",
+     "local:DATA_DIR/workers",
+     "#worker-ids"},
+    {{"worker.identity", "IDFORGE_IDENTITY", "--identity", "ID", "",
       "Who holds the lease; a restarted server with the same identity gets its old slot back"},
      {Kind::kText},
      [](ServeConfig& c, Value& v) { c.service.identity = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.identity); },
-     "HOSTNAME:HTTP_PORT"},
+     "HOSTNAME:HTTP_PORT (HOSTNAME:serve with port 0)"},
 
     {{"limits.max_count", "IDFORGE_MAX_COUNT", "--max-count", "N", "10000",
       "Most IDs one request may ask for"},
@@ -213,23 +232,23 @@ constexpr Spec kSpecs[] = {
      [](ServeConfig& c, Value& v) { c.net.idle_timeout_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.idle_timeout_ms); }},
     {{"limits.request_timeout_ms", "IDFORGE_REQUEST_TIMEOUT_MS", "--request-timeout-ms", "MS",
-      "10000", "Close a connection whose started request is not complete after this"},
+      "10000",
+      "Close a connection whose started request is not complete after this (HTTP answers 408)"},
      {Kind::kUint, 1, kDayMs},
      [](ServeConfig& c, Value& v) { c.net.request_timeout_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.request_timeout_ms); }},
     {{"limits.max_connections", "IDFORGE_MAX_CONNECTIONS", "--max-connections", "N", "10000",
-      "Open connections; more are accepted and closed at once"},
+      "Open connections; beyond, new ones are accepted and closed at once"},
      {Kind::kUint, 1, 1'000'000},
      [](ServeConfig& c, Value& v) { c.net.max_connections = static_cast<size_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.max_connections); }},
     {{"limits.max_pending_bytes", "IDFORGE_MAX_PENDING_BYTES", "--max-pending-bytes", "BYTES",
-      "1048576", "Unanswered input one connection may send ahead; beyond it is closed"},
+      "1048576", "Unanswered input one connection may send ahead; beyond, it is closed"},
      {Kind::kUint, 1024, 1ULL << 30},
      [](ServeConfig& c, Value& v) { c.net.max_pending_bytes = static_cast<size_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.max_pending_bytes); }},
 
-    {{"threads.io", "IDFORGE_IO_THREADS", "--io-threads", "N", "0 (one per core)",
-      "Event-loop threads"},
+    {{"threads.io", "IDFORGE_IO_THREADS", "--io-threads", "N", "0", "Event-loop threads"},
      {Kind::kUint, 0, kMaxThreads},
      [](ServeConfig& c, Value& v) { c.net.io_threads = static_cast<int>(v.number); },
      [](const ServeConfig& c) { return num(c.net.io_threads); },
@@ -245,6 +264,32 @@ constexpr Spec kSpecs[] = {
      {Kind::kUint, 1, kMaxThreads},
      [](ServeConfig& c, Value& v) { c.net.worker_threads = static_cast<int>(v.number); },
      [](const ServeConfig& c) { return num(c.net.worker_threads); }},
+
+    {{"log.level", "IDFORGE_LOG_LEVEL", "--log-level", "LEVEL", "info",
+      "Least severe log lines written to stderr: trace, debug, info, warn, error or off"},
+     {Kind::kLogLevel},
+     [](ServeConfig& c, Value& v) { c.log_level = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.log_level); },
+     {},
+     "#logs"},
+    {{"log.format", "IDFORGE_LOG_FORMAT", "--log-format", "text|json", "text",
+      "Log lines as key=value text or as one JSON object a line"},
+     {Kind::kLogFormat},
+     [](ServeConfig& c, Value& v) { c.log_format = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.log_format); }},
+    {{"log.access_sample", "IDFORGE_ACCESS_LOG_SAMPLE", "--access-log-sample", "N", "0",
+      "Log one request in N as an access event (method and path or command, status, time; "
+      "never a header)"},
+     {Kind::kUint, 0, 1'000'000'000},
+     [](ServeConfig& c, Value& v) { c.net.access_log_sample = v.number; },
+     [](const ServeConfig& c) { return num(c.net.access_log_sample); },
+     "no access log"},
+    {{"log.slow_store_ms", "IDFORGE_SLOW_STORE_MS", "--slow-store-ms", "MS", "500",
+      "A store or coordinator round trip (a probe, a range fetch, a high-water mark write) "
+      "slower than this is logged as slow"},
+     {Kind::kUint, 1, 600'000},
+     [](ServeConfig& c, Value& v) { c.service.slow_store_ms = static_cast<int64_t>(v.number); },
+     [](const ServeConfig& c) { return num(c.service.slow_store_ms); }},
 };
 
 constexpr std::string_view kStoreSchemes[] = {"sqlite:",          "postgres://", "postgresql://",
@@ -353,6 +398,19 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
             fmt::format("{} must be true or false, got {}", subject, quote_text(text)));
       }
       return Status::Ok();
+    case Kind::kLogLevel:
+      if (!log::parse_level(text).ok()) {
+        return Status::InvalidArgument(
+            fmt::format("{} must be trace, debug, info, warn, error or off, got {}", subject,
+                        quote_text(text)));
+      }
+      return Status::Ok();
+    case Kind::kLogFormat:
+      if (!log::parse_format(text).ok()) {
+        return Status::InvalidArgument(
+            fmt::format("{} must be text or json, got {}", subject, quote_text(text)));
+      }
+      return Status::Ok();
     case Kind::kZone:
       if (!text.empty()) {
         Result<TimeZone> zone = store::load_time_zone(text);
@@ -424,11 +482,17 @@ Result<Value> value_from_text(const Spec& spec, const TextSetting& given) {
   return value;
 }
 
+std::string default_shown(const Spec& spec) {
+  const std::string_view value = spec.info.default_value;
+  if (value.empty()) return std::string(spec.empty_hint.empty() ? "none" : spec.empty_hint);
+  if (spec.empty_hint.empty()) return std::string(value);
+  return fmt::format("{} ({})", value, spec.empty_hint);
+}
+
 }  // namespace idforge::cli::settings
 
 namespace idforge::cli {
 
-using settings::Kind;
 using settings::Spec;
 
 std::span<const SettingInfo> serve_settings() {
@@ -438,48 +502,6 @@ std::span<const SettingInfo> serve_settings() {
     return out;
   }();
   return infos;
-}
-
-std::string format_serve_config(const ServeConfig& config) {
-  std::string out =
-      "# idforge serve: the effective configuration (flags > IDFORGE_* > config file > "
-      "defaults)\n";
-  out +=
-      fmt::format("# config file: {}\n", config.config_file.empty() ? "none" : config.config_file);
-  std::string_view section = "";
-  for (const Spec& spec : settings::all()) {
-    const std::string_view key = spec.info.key;
-    if (settings::section_of(key) != section) {
-      section = settings::section_of(key);
-      out += fmt::format("\n[{}]\n", section);
-    }
-    auto origin = config.origins.find(key);
-    const std::string from =
-        origin == config.origins.end() ? "" : fmt::format("from {}", origin->second);
-    if (spec.check.kind == Kind::kSecret) {
-      if (!config.admin_token_file.empty()) {
-        out += "# admin_token: read from admin_token_file (value not shown)\n";
-      } else if (!config.service.admin_token.empty()) {
-        out += fmt::format("# admin_token: set {} (value not shown)\n", from);
-      } else {
-        out += "# admin_token: not set, admin routes are off\n";
-      }
-      continue;
-    }
-    const std::string value = spec.show(config);
-    std::vector<std::string> notes;
-    if (!from.empty()) notes.push_back(from);
-    if (!spec.empty_hint.empty() && (value == "\"\"" || value == "[]" || value == "0")) {
-      notes.push_back(fmt::format("{}: {}", value == "0" ? "0" : "empty", spec.empty_hint));
-    }
-    if ((key == "snowflake.epoch" || key == "snowflake.tick_ms") && from.empty()) {
-      notes.emplace_back("the layout's");
-    }
-    out += fmt::format("{} = {}", settings::name_in_section(key), value);
-    if (!notes.empty()) out += fmt::format("  # {}", fmt::join(notes, "; "));
-    out += '\n';
-  }
-  return out;
 }
 
 }  // namespace idforge::cli

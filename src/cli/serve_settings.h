@@ -32,6 +32,8 @@ enum class Kind {
   kEpoch,   // Unix ms, ISO-8601 text, or a TOML date-time
   kZone,    // time zone name ("" = UTC)
   kBool,    // true or false (TOML: a boolean)
+  kLogLevel,
+  kLogFormat,
 };
 
 struct Value {
@@ -52,7 +54,10 @@ struct Spec {
   Check check;
   void (*apply)(ServeConfig&, Value&) = nullptr;
   std::string (*show)(const ServeConfig&) = nullptr;  // the effective value as TOML
-  std::string_view empty_hint = {};                   // what an empty or zero value means
+  // What the default means when it is empty or 0 ("one per core"), or where its value
+  // comes from when the table has none ("the layout's").
+  std::string_view empty_hint = {};
+  std::string_view see = {};  // docs/operations.md links here: "snowflake.md", "#logs"
 };
 
 // Every setting, in the documented order.
@@ -82,5 +87,8 @@ Status add_store(const std::string& subject, const std::string& url,
 Result<uint64_t> epoch_from_text(const std::string& subject, const std::string& text);
 // A flag's or variable's text as the setting's value.
 Result<Value> value_from_text(const Spec& spec, const TextSetting& given);
+
+// The default as docs and --help show it: "10000", "0 (one per core)", "the layout's".
+std::string default_shown(const Spec& spec);
 
 }  // namespace idforge::cli::settings

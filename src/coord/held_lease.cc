@@ -10,6 +10,7 @@
 #include "coord/redis_registry.h"
 #include "coord/registry_factory.h"
 #include "core/snowflake_mark.h"
+#include "log/log.h"
 
 namespace idforge::coord {
 namespace {
@@ -44,6 +45,13 @@ Result<std::unique_ptr<HeldLease>> HeldLease::acquire(OpenedRegistry opened,
   const auto asked_at = std::chrono::steady_clock::now();
   Result<Lease> lease = opened.registry->acquire(identity);
   if (!lease.ok()) return lease.status();
+  log::info("lease.acquired", {{"slot", lease->slot},
+                               {"datacenter", lease->datacenter},
+                               {"worker", lease->worker},
+                               {"registry", opened.registry->describe()},
+                               {"identity", identity},
+                               {"ttl_ms", lease->ttl_ms},
+                               {"start_delay_ms", lease->start_delay_ms}});
   KeeperOptions keeper_options;
   keeper_options.acquired_at = asked_at;
   auto keeper = std::make_unique<LeaseKeeper>(*opened.registry, *lease, std::move(keeper_options));

@@ -178,8 +178,15 @@ void LeaseKeeper::apply_fence() {
     generator->unfence();
   }
   applied_ = std::move(want);
-  std::lock_guard lock(mu_);
-  applied_why_ = applied_.why;
+  {
+    std::lock_guard lock(mu_);
+    applied_why_ = applied_.why;
+    if (applied_.why == LeaseState::kOverdue) {
+      ++overdue_fences_;
+      overdue_reason_ = applied_.reason;
+    }
+  }
+  renew_cv_.notify_all();  // the renew thread writes the change to the log
 }
 
 void LeaseKeeper::attach(SnowflakeGenerator* generator) {
@@ -261,16 +268,61 @@ Status LeaseKeeper::store_mark(int64_t unix_ms, const std::string& layout) {
       fmt::format("the worker lease for slot {} could not store the high-water mark", lease_.slot));
 }
 
+void LeaseKeeper::log_renew(const Status& st, bool lost, int64_t since_ok_ms) {
+  const std::string registry = registry_.describe();
+  if (st.ok()) {
+    renew_failures_.recover(log::Level::kInfo, "lease.renewed",
+                            {{"slot", lease_.slot}, {"registry", registry}});
+  } else if (lost) {
+    renew_failures_.flush();
+    log::error("lease.lost", {{"slot", lease_.slot},
+                              {"registry", registry},
+                              {"error", st.message().empty() ? st.to_string() : st.message()}});
+  } else {
+    renew_failures_.fail(log::Level::kWarn, "lease.renew_failed",
+                         {{"slot", lease_.slot},
+                          {"registry", registry},
+                          {"error", st.message().empty() ? st.to_string() : st.message()},
+                          {"since_renew_ms", since_ok_ms},
+                          {"fence_after_ms", fence_after_ms()}});
+  }
+}
+
 void LeaseKeeper::renew_loop() {
   std::unique_lock lock(mu_);
   TimePoint next = last_ok_ + renew_every_;
+  uint64_t logged_fences = 0;  // overdue_fences_ as last written to the log
+  bool logged_fenced = false;  // whether the log last said fenced
   while (!stopping_) {
-    if (lost_) {
-      renew_cv_.wait(lock, [this] { return stopping_; });
-      break;
+    // The waits below end at least every kRoundEvery, so last_round() stays fresh while
+    // this thread is healthy, however long the TTL (see last_round()).
+    const TimePoint round = SteadyClock::now();
+    last_round_.store(round.time_since_epoch().count(), std::memory_order_relaxed);
+    // Fences the watchdog applied since the last round, written here (without mu_).
+    if (overdue_fences_ != logged_fences ||
+        (logged_fenced && applied_why_ != LeaseState::kOverdue)) {
+      const uint64_t fences = overdue_fences_;
+      const LeaseState why = applied_why_;
+      const std::string reason = overdue_reason_;
+      lock.unlock();
+      if (fences != logged_fences) {
+        log::error("lease.fenced",
+                   {{"slot", lease_.slot}, {"registry", registry_.describe()}, {"reason", reason}});
+      }
+      if (why == LeaseState::kHeld) {
+        log::info("lease.unfenced", {{"slot", lease_.slot}, {"registry", registry_.describe()}});
+      }
+      lock.lock();
+      logged_fences = fences;
+      logged_fenced = why == LeaseState::kOverdue;
+      continue;
     }
-    if (served_ >= requests_ && SteadyClock::now() < next) {
-      renew_cv_.wait_until(lock, next);
+    if (lost_) {
+      renew_cv_.wait_until(lock, round + kRoundEvery);
+      continue;
+    }
+    if (served_ >= requests_ && round < next) {
+      renew_cv_.wait_until(lock, std::min(next, round + kRoundEvery));
       continue;
     }
     const uint64_t covering = requests_;
@@ -302,11 +354,12 @@ void LeaseKeeper::renew_loop() {
     }
     done_cv_.notify_all();
     watch_cv_.notify_all();
-    if (became_lost && on_lost_) {
-      lock.unlock();
-      on_lost_(st);
-      lock.lock();
-    }
+    // Logged without mu_: status() and store() never wait on stderr.
+    const int64_t since_ok_ms = ms_between(last_ok_, SteadyClock::now());
+    lock.unlock();
+    log_renew(st, became_lost, since_ok_ms);
+    if (became_lost && on_lost_) on_lost_(st);
+    lock.lock();
   }
 }
 
@@ -358,15 +411,27 @@ Status LeaseKeeper::stop() {
     sending.high_water_layout = mark_layout_;
   }
   Status result;
+  renew_failures_.flush();
   // A lost lease may be someone else's by now: leave it alone.
   if (!lost) {
     if (mark > confirmed) result = registry_.renew(sending, mark);
     Status released = registry_.release(lease_);
     if (result.ok()) result = released;
+    if (result.ok()) {
+      log::info("lease.released", {{"slot", lease_.slot}, {"registry", registry_.describe()}});
+    } else {
+      log::warn(
+          "lease.release_failed",
+          {{"slot", lease_.slot}, {"registry", registry_.describe()}, {"error", result.message()}});
+    }
   }
   stopped_ = true;
   stop_result_ = result;
   return result;
+}
+
+std::chrono::steady_clock::time_point LeaseKeeper::last_round() const {
+  return TimePoint(SteadyClock::duration(last_round_.load(std::memory_order_relaxed)));
 }
 
 KeeperStatus LeaseKeeper::status() const {

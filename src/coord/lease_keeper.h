@@ -28,6 +28,7 @@
 // renew hangs on an unreachable coordinator. Every public method is thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -42,6 +43,7 @@
 #include "idforge/high_water.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
+#include "log/repeats.h"
 
 namespace idforge::coord {
 
@@ -130,6 +132,15 @@ class LeaseKeeper {
   KeeperStatus status() const;
   LeaseState state() const { return status().state; }
 
+  // When the renew thread last went round its loop, on the steady clock. It goes round
+  // at least every kRoundEvery, even while idle or lost, and after every renew (which
+  // the registries bound to a few seconds), so a keeper whose coordinator is down still
+  // comes round (failing), while a stuck thread stops doing so: the server's systemd
+  // watchdog (src/server/systemd_notify.h) tells the two apart by this. Never blocks
+  // (an atomic: no lock a stuck thread might hold).
+  static constexpr std::chrono::milliseconds kRoundEvery{1000};
+  std::chrono::steady_clock::time_point last_round() const;
+
  private:
   using SteadyClock = std::chrono::steady_clock;
   using TimePoint = SteadyClock::time_point;
@@ -159,6 +170,8 @@ class LeaseKeeper {
   // `layout` (when not empty) is what the registry records with this and later marks.
   Status store_mark(int64_t unix_ms, const std::string& layout);
   void renew_loop();
+  // Writes a renew's outcome to the log (a failure rate-limited, a loss, a recovery).
+  void log_renew(const Status& st, bool lost, int64_t since_ok_ms);
   void watch_loop();
   // What the generator should be now (under mu_).
   Fence decide_locked(TimePoint now) const;
@@ -196,6 +209,13 @@ class LeaseKeeper {
   uint64_t renewals_ = 0;
   uint64_t failures_ = 0;
   bool lost_ = false;
+  // Fences for an overdue lease the watchdog applied, and the last one's reason. The
+  // renew thread writes them to the log (docs/operations.md, "Logs"): the watchdog does
+  // no I/O, so a stalled stderr can never delay a fence.
+  uint64_t overdue_fences_ = 0;
+  std::string overdue_reason_;
+  // Failing renews, logged once per run and window (the renew thread only).
+  log::RepeatLimiter renew_failures_;
   bool stopping_ = false;
 
   // Lock order: fence_mu_ before mu_; the generator's own lock only under fence_mu_.
@@ -206,6 +226,9 @@ class LeaseKeeper {
   std::mutex stop_mu_;  // serializes stop()
   bool stopped_ = false;
   Status stop_result_;
+
+  // last_round(): the renew thread's last round, as steady-clock ticks.
+  std::atomic<SteadyClock::rep> last_round_{SteadyClock::now().time_since_epoch().count()};
 
   std::thread renew_thread_;
   std::thread watch_thread_;

@@ -61,7 +61,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +70,7 @@
 #include "core/random.h"
 #include "core/text.h"
 #include "core/thread_annotations.h"
+#include "log/log.h"
 #include "store/redis_connection.h"
 #include "store/store_options.h"
 
@@ -194,7 +194,7 @@ std::string glob_escape(std::string_view text) {
   return out;
 }
 
-// Why a lease waits, for stderr. `why` is the quarantine key's "<was> <now> <token>"
+// Why a lease waits, for the log. `why` is the quarantine key's "<was> <now> <token>"
 // (was: "none" when no history had been recorded).
 std::string quarantine_line(const std::string& described, const Lease& lease,
                             std::string_view why) {
@@ -264,9 +264,9 @@ class RedisRegistry final : public WorkerRegistry {
   }
   // With min_replicas: WAITs for them after a write `what` ("the renew of slot 3").
   Status wait_for_replicas(RedisConnection& c, const std::string& what);
-  // Says once on stderr why a lease must wait, or why replicas refused a write; `key`
-  // tells the events apart, so each is said once however often it repeats.
-  void tell_once(const std::string& key, const std::string& line);
+  // Logs once (as `event`, warn) why a lease must wait, or why replicas refused a write;
+  // `key` tells the events apart, so each is said once however often it repeats.
+  void tell_once(const std::string& key, std::string_view event, const std::string& line);
 
   const RegistryOptions options_;
   const RedisLeaseWrites writes_;
@@ -281,14 +281,14 @@ Status RedisRegistry::check_slot(uint64_t slot) const {
   return idforge::check_slot(options_.space, slot, options_.layout_name);
 }
 
-void RedisRegistry::tell_once(const std::string& key, const std::string& line) {
+void RedisRegistry::tell_once(const std::string& key, std::string_view event,
+                              const std::string& line) {
   {
     MutexLock lock(told_mu_);
     if (told_ == key) return;
     told_ = key;
   }
-  std::fprintf(stderr, "idforge: %s\n", line.c_str());
-  std::fflush(stderr);
+  log::warn(event, {{"registry", described_}, {"message", line}});
 }
 
 Status RedisRegistry::wait_for_replicas(RedisConnection& c, const std::string& what) {
@@ -309,7 +309,7 @@ Status RedisRegistry::wait_for_replicas(RedisConnection& c, const std::string& w
       "{}: {} reached {} of the {} replicas min_replicas asks for within {} ms; it counts as "
       "failed (a primary cut off from its replicas, or replicas lagging)",
       described_, what, r->integer, writes_.min_replicas, writes_.replica_wait_ms);
-  tell_once("wait:", line);
+  tell_once("wait:", "registry.replicas_behind", line);
   return Status::Unavailable(line);
 }
 
@@ -352,7 +352,7 @@ Result<Lease> RedisRegistry::acquire(const std::string& identity) {
     lease.start_delay_ms = r->element[3]->integer;
     lease.token = token;
     if (lease.start_delay_ms > 0) {
-      tell_once(std::string(reply_text(r->element[4])),
+      tell_once(std::string(reply_text(r->element[4])), "registry.start_delay",
                 quarantine_line(described_, lease, reply_text(r->element[4])));
     }
     Status waited = wait_for_replicas(c, fmt::format("the lease on slot {}", lease.slot));

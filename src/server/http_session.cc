@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "server/access_log.h"
 #include "server/http_parser.h"
 #include "server/http_reply.h"
 #include "server/http_routes.h"
@@ -63,6 +64,7 @@ class HttpSession final : public Session {
         return step;
       }
       pos += parsed.consumed;
+      const bool logged = access_log_ != nullptr && access_log_->sample();
       ReplyMode mode;
       mode.head = request.method == HttpMethod::kHead;
       mode.close = !request.keep_alive;
@@ -73,15 +75,25 @@ class HttpSession final : public Session {
         closing_ = mode.close;
         step.consumed = pos;
         step.next = Next::kBlocking;
-        step.blocking = [service = &service_, route = outcome.route,
-                         job = std::move(outcome.job)](std::string& answer) {
+        // Copies only for a request the access log writes: the request's views point
+        // into input the runtime drops once the job runs.
+        std::string method = logged ? std::string(request.method_text) : std::string();
+        std::string path = logged ? std::string(request.path) : std::string();
+        step.blocking = [service = &service_, route = outcome.route, job = std::move(outcome.job),
+                         access = logged ? access_log_ : nullptr, method = std::move(method),
+                         path = std::move(path), arrived = tally.start()](std::string& answer) {
           const auto job_start = SteadyClock::now();
           const int status = job(answer);
           service->metrics().record_request(kHttp, route, status, seconds_since(job_start));
+          if (access != nullptr) access->write_http(method, path, status, seconds_since(arrived));
         };
         return step;
       }
       tally.add(outcome.route, outcome.status);
+      if (logged) {
+        access_log_->write_http(request.method_text, request.path, outcome.status,
+                                seconds_since(tally.start()));
+      }
       if (mode.close) {
         closing_ = true;
         step.consumed = pos;
@@ -109,6 +121,9 @@ class HttpSession final : public Session {
     mode.close = true;
     write_error(out, mode, status, protocol_error_code(status), reason);
     service_.metrics().record_request(kHttp, Route::kNotFound, status, 0);
+    // A request that did not parse has no method or path to show.
+    if (access_log_ != nullptr && access_log_->sample())
+      access_log_->write_http("-", "-", status, 0);
     closing_ = true;
     partial_ = false;
   }

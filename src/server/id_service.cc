@@ -119,15 +119,14 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   safety.margin = c.failover_margin;
   safety.max_step = c.max_step;
   safety.allow_unsafe = c.allow_unsafe_store;
-  safety.log = [](const std::string& line) {
-    std::fprintf(stderr, "idforge serve: %s\n", line.c_str());
-    std::fflush(stderr);
-  };
+  // No safety.log: the guards write their refusals and history changes to the process
+  // log, with fields (docs/operations.md, "Logs").
   IDFORGE_ASSIGN_OR_RETURN(std::vector<store::OpenedStore> stores,
                            store::open_stores(c.store_urls, c.data_dir, safety));
   SegmentPartOptions segment_options;
   segment_options.wait_ms = c.segment_wait_ms;
   segment_options.max_step = c.max_step;
+  segment_options.slow_ms = c.slow_store_ms;
   impl.segments = SegmentPart::start(std::move(stores), std::move(marks), segment_options);
 
   IDFORGE_ASSIGN_OR_RETURN(
@@ -246,6 +245,10 @@ bool IdService::ready(std::string* why) const {
 
 PartReadiness IdService::readiness(ServicePart part) const {
   return impl_->health->readiness(part);
+}
+
+Steady::time_point IdService::lease_keeper_last_round() const {
+  return impl_->snowflake->keeper_last_round();
 }
 
 }  // namespace idforge::server

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,7 +68,10 @@ struct ServiceConfig {
   int64_t segment_wait_ms = 1000;         // longest a request waits for a segment
   uint64_t max_step = 1'000'000;          // upper bound of a tag's dynamic step
   int64_t max_clock_step_ms = 10'000;     // a larger forward step is a jump (snowflake.h)
-  uint64_t failover_margin = 0;     // a store's changed history moves tags this far; 0: default
+  uint64_t failover_margin = 0;  // a store's changed history moves tags this far; 0: default
+  // A store round trip (a probe, a range fetch) or a high-water mark write slower than
+  // this is logged as slow (docs/operations.md, "Logs").
+  int64_t slow_store_ms = 500;
   bool allow_unsafe_store = false;  // issue from a store whose settings can lose ranges
   std::string serial_zone;          // time zone of serial dates; empty: UTC
   std::string admin_token;          // empty: admin routes are off
@@ -206,6 +210,10 @@ class IdService {
   bool ready(std::string* why) const;
   // One part's readiness (kAll: the same as ready()). Never blocks.
   PartReadiness readiness(ServicePart part) const;
+  // When the worker lease keeper's renew thread last went round its loop
+  // (coord::LeaseKeeper::last_round()): the systemd watchdog (systemd_notify.h) stops
+  // pinging when it is stuck, so systemd restarts the process. Never blocks.
+  std::chrono::steady_clock::time_point lease_keeper_last_round() const;
 
  private:
   struct Impl;

@@ -8,15 +8,19 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
+#include <condition_variable>
 #include <exception>
 #include <latch>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/quote.h"
+#include "core/thread_annotations.h"
+#include "log/repeats.h"
+#include "server/access_log.h"
 #include "server/net_connection.h"
 
 namespace idforge::server {
@@ -82,6 +86,9 @@ struct Listener {
   SessionFactory factory;
   net::Acceptor acceptor;
   net::Timer retry;  // backs off after an accept error such as EMFILE
+  // Failures that repeat while the cause lasts: logged once per run and window.
+  log::RepeatLimiter accept_failures;
+  log::RepeatLimiter session_failures;
 };
 
 // Timeouts are checked by a sweep a few times per the shorter limit: closing within
@@ -101,6 +108,7 @@ struct NetServer::Impl {
   enum class State { kIdle, kRunning, kStopped };
 
   explicit Impl(NetOptions o) : pool(static_cast<size_t>(std::max(1, o.worker_threads))) {
+    if (o.access_log_sample > 0) access_log = std::make_unique<AccessLog>(o.access_log_sample);
     shared.idle_timeout = std::chrono::milliseconds(std::max<int64_t>(0, o.idle_timeout_ms));
     shared.request_timeout = std::chrono::milliseconds(std::max<int64_t>(0, o.request_timeout_ms));
     shared.max_pending_bytes = o.max_pending_bytes;
@@ -132,6 +140,8 @@ struct NetServer::Impl {
   std::atomic<size_t> next_loop{0};                  // round-robin; relaxed, any order will do
   std::mutex control;                                // listen, start, shutdown
   State state = State::kIdle;
+  std::unique_ptr<AccessLog> access_log;  // null: off; outlives every session and job
+  log::RepeatLimiter loop_failures;       // exceptions out of a loop's handlers
 };
 
 void NetServer::Impl::accept_next(Listener& l) {
@@ -151,8 +161,8 @@ void NetServer::Impl::on_accept(Listener& l, Loop& target, const boost::system::
     const int code = ec.value();
     if (code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM) {
       // Out of descriptors or memory: retrying at once would spin the loop.
-      std::fprintf(stderr, "idforge: %s: accept failed: %s\n", l.name.c_str(),
-                   ec.message().c_str());
+      l.accept_failures.fail(log::Level::kError, "net.accept_failed",
+                             {{"listener", l.name}, {"error", ec.message()}});
       l.retry.expires_after(std::chrono::milliseconds(50));
       l.retry.async_wait([this, &l](const boost::system::error_code& wait_ec) {
         if (!wait_ec && l.acceptor.is_open()) accept_next(l);
@@ -173,11 +183,19 @@ void NetServer::Impl::on_accept(Listener& l, Loop& target, const boost::system::
     socket.close(ignored);
   } else {
     shared.total.fetch_add(1, std::memory_order_relaxed);
+    // Accepting works again: the end of a run of failures, if there was one.
+    l.accept_failures.recover(log::Level::kInfo, "net.accept_recovered", {{"listener", l.name}});
     std::unique_ptr<Session> session;
     try {
       session = l.factory();
     } catch (const std::exception& e) {  // keep accepting; start() closes a sessionless one
-      std::fprintf(stderr, "idforge: %s: cannot create a session: %s\n", l.name.c_str(), e.what());
+      l.session_failures.fail(log::Level::kError, "net.session_failed",
+                              {{"listener", l.name}, {"error", e.what()}});
+    }
+    if (session) {
+      l.session_failures.recover(log::Level::kInfo, "net.session_recovered",
+                                 {{"listener", l.name}});
+      if (access_log) session->set_access_log(access_log.get());
     }
     auto conn = std::make_shared<Connection>(target, std::move(socket), std::move(session));
     asio::post(target.ctx, [conn] { conn->start(); });
@@ -303,13 +321,13 @@ Status NetServer::start() {
   for (auto& loop : impl_->loops) {
     loop->arm_sweep();
     Loop* l = loop.get();
-    loop->thread = std::thread([l] {
+    loop->thread = std::thread([l, impl = impl_.get()] {
       for (;;) {
         try {
           l->run();
           return;
         } catch (const std::exception& e) {  // a bug in a handler; keep serving the others
-          std::fprintf(stderr, "idforge: I/O loop: %s\n", e.what());
+          impl->loop_failures.fail(log::Level::kError, "net.loop_error", {{"error", e.what()}});
         }
       }
     });
@@ -319,6 +337,30 @@ Status NetServer::start() {
 }
 
 void NetServer::shutdown(std::chrono::milliseconds grace) { impl_->shutdown(grace); }
+
+bool NetServer::loops_responsive(std::chrono::milliseconds within) const {
+  // Shared with the posted handlers: a loop that answers after we gave up (or never,
+  // when its io_context is destroyed with the handler queued) still finds it alive.
+  struct Probe {
+    Mutex mu;
+    std::condition_variable answered;
+    size_t left IDFORGE_GUARDED_BY(mu) = 0;
+  };
+  auto probe = std::make_shared<Probe>();
+  const Clock::time_point deadline = Clock::now() + within;
+  MutexLock lock(probe->mu);
+  probe->left = impl_->loops.size();  // the loops are made in the constructor, never changed
+  for (const auto& loop : impl_->loops) {
+    asio::post(loop->ctx, [probe] {
+      MutexLock answer(probe->mu);
+      if (--probe->left == 0) probe->answered.notify_all();
+    });
+  }
+  while (probe->left > 0) {
+    if (!lock.wait_until(probe->answered, deadline)) return probe->left == 0;
+  }
+  return true;
+}
 
 NetStats NetServer::stats() const {
   const net::NetShared& s = impl_->shared;

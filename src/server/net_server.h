@@ -39,6 +39,8 @@ struct NetOptions {
                                         // also bounds one write to a client not reading
   size_t max_pending_bytes = 1 << 20;   // unconsumed input per connection; beyond: close
   size_t max_connections = 10'000;      // beyond: accept and close at once
+  // The access log (access_log.h): one request in N written as an `access` event; 0: off.
+  uint64_t access_log_sample = 0;
 };
 
 struct Endpoint {
@@ -81,6 +83,13 @@ class NetServer {
   void shutdown(std::chrono::milliseconds grace);
 
   NetStats stats() const;
+
+  // Whether every event loop runs a no-op posted to it within `within`: a loop stuck in
+  // a handler (a bug, or a backend call that should have been kBlocking) fails it. For
+  // the systemd watchdog (systemd_notify.h), which then stops pinging so systemd
+  // restarts the process. Between start() and shutdown() only (loops that do not run
+  // answer nothing); any thread; waits at most `within`.
+  bool loops_responsive(std::chrono::milliseconds within) const;
 
  private:
   struct Impl;

@@ -19,6 +19,7 @@
 #include "core/quote.h"
 #include "core/text.h"
 #include "idforge/time_format.h"
+#include "server/access_log.h"
 #include "server/metrics.h"
 #include "server/resp_parser.h"
 #include "server/resp_reply.h"
@@ -121,6 +122,8 @@ class RespSession final : public Session {
   bool closed_ = false;
   std::string name_;
   Clock::time_point start_;                // when feed() began on the current batch
+  bool sampled_ = false;                   // the access log writes the current command
+  std::string_view command_;               // its name (a kCommands literal) when known
   std::function<void(std::string&)> job_;  // set by a handler that answers kBlocking
   // Reused across commands so a batch allocates only the first time.
   std::vector<uint64_t> ids_;
@@ -181,6 +184,9 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
       case RespParser::Kind::kError:
         put_error(out, fmt::format("ERR Protocol error: {}", parsed.error));
         tally.add(Route::kRespOther, 400);
+        if (access_log_ != nullptr && access_log_->sample()) {
+          access_log_->write_resp("-", 400, seconds_since(start_));
+        }
         closed_ = true;
         return {in.size(), Next::kClose, {}};
       case RespParser::Kind::kCommand:
@@ -190,6 +196,8 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
     const Args args = parser_.args();
     const CommandSpec* spec = find_command(args[0]);
     const Route route = spec != nullptr ? spec->route : Route::kNotFound;
+    sampled_ = access_log_ != nullptr && access_log_->sample();
+    command_ = spec != nullptr ? spec->name : std::string_view();
     Answer answer;
     if (spec == nullptr) {
       put_unknown_command(out, args);
@@ -200,8 +208,13 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
     } else {
       answer = (this->*spec->handler)(args, out);
     }
+    // A job writes its own access line (segment_ids).
     if (answer.next == Next::kBlocking) return {pos, Next::kBlocking, std::move(job_)};
     tally.add(route, answer.status);
+    if (sampled_) {
+      access_log_->write_resp(spec != nullptr ? spec->name : args[0], answer.status,
+                              seconds_since(start_));
+    }
     if (answer.next == Next::kClose) {
       closed_ = true;
       return {pos, Next::kClose, {}};
@@ -300,7 +313,8 @@ Answer RespSession::segment_ids(std::string_view tag, uint64_t count, bool as_ar
   // I/O thread. The job owns copies of what it needs, so it depends on the service only.
   job_ = [service = &service_, tag = std::string(tag),
           taken = std::vector<uint64_t>(ids.begin(), ids.end()), have = *filled, as_array,
-          start = start_](std::string& answer) mutable {
+          start = start_, access = sampled_ ? access_log_ : nullptr,
+          command = command_](std::string& answer) mutable {
     const Status made = service->segment(tag, std::span<uint64_t>(taken).subspan(have));
     int status = 200;
     if (made.ok()) {
@@ -309,6 +323,7 @@ Answer RespSession::segment_ids(std::string_view tag, uint64_t count, bool as_ar
       status = put_status(answer, made);
     }
     service->metrics().record_request(kResp, Route::kSegment, status, seconds_since(start));
+    if (access != nullptr) access->write_resp(command, status, seconds_since(start));
   };
   return {0, Next::kBlocking};
 }

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "log/log.h"
+#include "store/store_options.h"
+
 namespace idforge::server {
 namespace {
 
@@ -25,6 +28,41 @@ bool store_answered(const Status& status) {
          status.code() == StatusCode::kInvalidArgument ||
          status.code() == StatusCode::kAlreadyExists;
 }
+
+// A tag's source, timed: every range fetched is logged (docs/operations.md, "Logs"), at
+// debug, or at info when it took slow_ms or more, so a busy tag does not fill the log;
+// failures are logged once per run and window.
+class TimedSource final : public RangeSource {
+ public:
+  TimedSource(RangeSource* inner, std::string tag, int64_t slow_ms)
+      : inner_(inner), tag_(std::move(tag)), slow_ms_(slow_ms) {}
+
+  Result<Segment> allocate(std::string_view tag, uint64_t step) override {
+    const int64_t start = steady_ms();
+    Result<Segment> got = inner_->allocate(tag, step);
+    const int64_t took = steady_ms() - start;
+    if (!got.ok()) {
+      failures_.fail(log::Level::kWarn, "segment.fetch_failed",
+                     {{"tag", tag_}, {"took_ms", took}, {"error", got.status().message()}});
+      return got;
+    }
+    failures_.recover(log::Level::kInfo, "segment.fetch_recovered", {{"tag", tag_}});
+    const bool slow = took >= slow_ms_;
+    log::write(slow ? log::Level::kInfo : log::Level::kDebug, "segment.fetched",
+               {{"tag", tag_},
+                {"first", got->first},
+                {"count", got->count},
+                {"took_ms", took},
+                {"slow", slow}});
+    return got;
+  }
+
+ private:
+  RangeSource* const inner_;
+  const std::string tag_;
+  const int64_t slow_ms_;
+  log::RepeatLimiter failures_;
+};
 
 }  // namespace
 
@@ -68,8 +106,10 @@ void SegmentPart::stop() {
 void SegmentPart::probe_store(size_t index) {
   StoreHealth& h = *health_[index];
   const store::OpenedStore& o = stores_[index];
-  h.probing_since_ms.store(steady_ms(), std::memory_order_release);
+  const int64_t started = steady_ms();
+  h.probing_since_ms.store(started, std::memory_order_release);
   Status answer = o.store ? o.store->get_tag(kProbeTag).status() : o.error;
+  const int64_t took = steady_ms() - started;
   // A store that answers is also asked which history it is (the failover guard moves
   // every tag forward when it changed) and whether it is still safe to take ranges from.
   if (store_answered(answer) && o.guard) {
@@ -79,6 +119,16 @@ void SegmentPart::probe_store(size_t index) {
   }
   h.probing_since_ms.store(0, std::memory_order_release);
   note_store(index, answer);
+  // Slow counts only for a store that answered: one that did not is down, not slow.
+  if (!store_answered(answer)) return;
+  if (took >= options_.slow_ms) {
+    h.slow.fail(
+        log::Level::kWarn, "store.slow",
+        {{"store", store_log_name(index)}, {"took_ms", took}, {"slow_store_ms", options_.slow_ms}});
+  } else {
+    h.slow.recover(log::Level::kInfo, "store.fast",
+                   {{"store", store_log_name(index)}, {"took_ms", took}});
+  }
 }
 
 void SegmentPart::prober(size_t index) {
@@ -111,10 +161,21 @@ void SegmentPart::probe_soon() {
 void SegmentPart::note_store(size_t index, const Status& status) {
   StoreHealth& h = *health_[index];
   const bool up = store_answered(status);
-  MutexLock lock(h.mu);
-  h.up.store(up, std::memory_order_release);
-  h.error = up ? "" : store::from_store(status, stores_[index], stores_.size()).message();
-  h.probed_at_ms = steady_ms();
+  std::string error;
+  {
+    MutexLock lock(h.mu);
+    h.up.store(up, std::memory_order_release);
+    h.error = up ? "" : store::from_store(status, stores_[index], stores_.size()).message();
+    h.probed_at_ms = steady_ms();
+    error = h.error;
+  }
+  // Once per change of state, repeats counted (log/repeats.h); outside h.mu.
+  if (up) {
+    h.down.recover(log::Level::kInfo, "store.up", {{"store", store_log_name(index)}});
+  } else {
+    h.down.fail(log::Level::kWarn, "store.down",
+                {{"store", store_log_name(index)}, {"error", error}});
+  }
 }
 
 void SegmentPart::note_request(const Status& status) {
@@ -124,6 +185,11 @@ void SegmentPart::note_request(const Status& status) {
 std::string SegmentPart::store_name(size_t index) const {
   const store::OpenedStore& o = stores_[index];
   return o.store ? o.store->describe() : o.url;
+}
+
+std::string SegmentPart::store_log_name(size_t index) const {
+  const store::OpenedStore& o = stores_[index];
+  return o.store ? o.store->describe() : store::redact_url(o.url);
 }
 
 bool SegmentPart::store_up(size_t index, int64_t now_ms, std::string* why) const {
@@ -200,8 +266,9 @@ Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::
   options.min_step = entry->source.step;
   options.max_step = std::max(entry->source.step, options_.max_step);
   options.wait_ms = options_.wait_ms;
+  entry->timed = std::make_unique<TimedSource>(entry->source.source, name, options_.slow_ms);
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
-                           SegmentBuffer::create(entry->source.source, options));
+                           SegmentBuffer::create(entry->timed.get(), options));
   entry->buffer = std::move(buffer);
   for (store::OpenedStore& o : stores_) {
     if (!o.store) continue;
@@ -280,7 +347,7 @@ Result<Segment> SegmentPart::range(std::string_view tag) {
   IDFORGE_ASSIGN_OR_RETURN(auto* entry, entry_for(tag));
   // Step 0: each store's own step for the tag. The guard records the range as served
   // like any other, so it is never handed out again, here or after a restart.
-  Result<Segment> got = entry->source.source->allocate(tag, 0);
+  Result<Segment> got = entry->timed->allocate(tag, 0);
   if (!got.ok()) note_request(got.status());
   return got;
 }
@@ -335,6 +402,11 @@ Result<TagInfo> SegmentPart::create_tag(const TagSpec& spec) {
     note_store(i, made);
     if (!made.ok()) return store::from_store(made, o, stores_.size());
   }
+  log::info("tag.created", {{"tag", spec.name},
+                            {"start", spec.start},
+                            {"step", spec.step},
+                            {"template", spec.serial_template},
+                            {"stores", stores_.size()}});
   return stores_.front().store->get_tag(spec.name);
 }
 
@@ -363,6 +435,7 @@ Result<TagInfo> SegmentPart::set_step(std::string_view tag, uint64_t step) {
     note_store(i, set);
     if (!set.ok()) return store::from_store(set, o, stores_.size());
   }
+  log::info("tag.step_changed", {{"tag", tag}, {"step", step}, {"stores", stores_.size()}});
   // The tag's buffer was sized for the old step: drop it from the map (requests in
   // flight finish on it) so the next request builds one with the new step.
   {

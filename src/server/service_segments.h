@@ -41,6 +41,7 @@
 #include "idforge/serial.h"
 #include "idforge/status.h"
 #include "idforge/time_zone.h"
+#include "log/repeats.h"
 #include "server/id_service.h"
 #include "store/store_set.h"
 
@@ -54,6 +55,8 @@ struct SegmentPartOptions {
   // A probe still waiting after this long counts as no answer: the store is down until
   // it answers, rather than up until the client's timeout (5 s on Redis) runs out.
   std::chrono::milliseconds probe_stuck_after{1000};
+  // A probe or a range fetch that takes longer is logged as slow (ServiceConfig).
+  int64_t slow_ms = 500;
 };
 
 class SegmentPart {
@@ -102,6 +105,7 @@ class SegmentPart {
   // One tag the part has served: its source over the stores and its double buffer.
   struct TagEntry {
     store::TagSource source;
+    std::unique_ptr<RangeSource> timed;  // source.source, timed and logged: the buffer's source
     std::unique_ptr<SegmentBuffer> buffer;
     std::optional<SerialTemplate> serial;  // when the tag has a template
   };
@@ -117,6 +121,8 @@ class SegmentPart {
     mutable Mutex mu;
     std::string error IDFORGE_GUARDED_BY(mu);
     int64_t probed_at_ms IDFORGE_GUARDED_BY(mu) = -1;  // steady ms; -1 before the first
+    log::RepeatLimiter down;                           // store.down ... store.up
+    log::RepeatLimiter slow;                           // store.slow ... store.fast
   };
 
   SegmentPart(std::vector<store::OpenedStore> stores, std::unique_ptr<store::ServedMarks> marks,
@@ -140,6 +146,8 @@ class SegmentPart {
   // Whether store `index` counts as up now, and if not, why (appended to `why`).
   bool store_up(size_t index, int64_t now_ms, std::string* why) const;
   std::string store_name(size_t index) const;  // its description, or its URL if never opened
+  // The same for the log: a URL that was never opened is redacted (no password).
+  std::string store_log_name(size_t index) const;
 
   std::unique_ptr<store::ServedMarks> marks_;  // declared first: the guards point into it
   std::vector<store::OpenedStore> stores_;     // fixed after start; the stores are thread-safe

@@ -46,6 +46,7 @@ Result<std::unique_ptr<SnowflakePart>> SnowflakePart::start(const ServiceConfig&
                                                             std::string identity) {
   std::unique_ptr<SnowflakePart> part(new SnowflakePart(config, std::move(identity)));
   IDFORGE_RETURN_IF_ERROR(part->open_lease());
+  part->events_.started(*part->generator_.load(std::memory_order_acquire));
   part->thread_ = std::thread([p = part.get()] { p->run(); });
   return part;
 }
@@ -115,23 +116,41 @@ void SnowflakePart::run() {
 void SnowflakePart::tend(Steady::time_point& next_reacquire) {
   SnowflakeGenerator* gen = generator_.load(std::memory_order_acquire);
   coord::LeaseState state = coord::LeaseState::kHeld;
+  uint64_t slot = 0;
   {
     MutexLock lock(lease_mu_);
-    if (lease_) state = lease_->keeper().state();
+    if (lease_) {
+      state = lease_->keeper().state();
+      slot = lease_->lease().slot;
+    }
   }
   if (state == coord::LeaseState::kHeld && gen != nullptr) {
     // May wait on the coordinator (up to the keeper's fence deadline); readiness()
     // watches how long through renewing_since_ms_.
-    renewing_since_ms_.store(steady_ms(), std::memory_order_release);
+    const uint64_t stores_before = gen->counters().high_water_stores;
+    const int64_t started = steady_ms();
+    renewing_since_ms_.store(started, std::memory_order_release);
     Status renewed = gen->renew_reservation();
     renewing_since_ms_.store(0, std::memory_order_release);
+    events_.renewal(*gen, renewed, steady_ms() - started, stores_before);
     MutexLock lock(lease_mu_);
     renew_error_ = renewed.ok() ? "" : renewed.message();
   }
+  if (gen != nullptr) events_.observe(*gen, state == coord::LeaseState::kHeld);
   // A lost lease may now be someone else's slot: this node stays fenced on it and asks
   // for a new one (possibly another slot) in the background.
   if (state == coord::LeaseState::kLost && Steady::now() >= next_reacquire) {
     Status taken = open_lease();
+    if (taken.ok()) {
+      uint64_t new_slot = 0;
+      {
+        MutexLock lock(lease_mu_);
+        new_slot = lease_->lease().slot;
+      }
+      events_.replaced(slot, new_slot, leases_taken_.load(std::memory_order_relaxed));
+    } else {
+      events_.replace_failed(slot, taken);
+    }
     MutexLock lock(lease_mu_);
     reacquire_error_ = taken.ok() ? "" : taken.message();
     next_reacquire = Steady::now() + kReacquireBackoff;
@@ -195,6 +214,12 @@ void SnowflakePart::fill_status(ServiceStatus& s) const {
     s.reserved_ahead_ms = std::min<int64_t>(reserved_ahead_ms(*gen), INT32_MAX);
   }
   s.snowflake_ready = readiness();
+}
+
+Steady::time_point SnowflakePart::keeper_last_round() const {
+  MutexLock lock(lease_mu_);
+  // Every started part has a lease (start() fails without one).
+  return lease_ ? lease_->keeper().last_round() : Steady::now();
 }
 
 PartReadiness SnowflakePart::readiness() const {

@@ -29,6 +29,7 @@
 #include "idforge/snowflake.h"
 #include "idforge/status.h"
 #include "server/id_service.h"
+#include "server/snowflake_events.h"
 
 namespace idforge::server {
 
@@ -54,6 +55,10 @@ class SnowflakePart {
   // is not being kept (its last renewal failed, one has hung for half the reserve, or
   // it ran out). Never blocks.
   PartReadiness readiness() const IDFORGE_EXCLUDES(lease_mu_);
+  // The current lease keeper's LeaseKeeper::last_round(), for the systemd watchdog
+  // (systemd_notify.h), which restarts a process whose keeper thread is stuck. Never
+  // blocks (lease_mu_ is only held for copies).
+  std::chrono::steady_clock::time_point keeper_last_round() const IDFORGE_EXCLUDES(lease_mu_);
 
  private:
   explicit SnowflakePart(const ServiceConfig& config, std::string identity)
@@ -69,6 +74,8 @@ class SnowflakePart {
 
   const ServiceConfig& config_;  // the facade's
   const std::string identity_;
+  // What changed, for the log; used by start() and then by the part's thread only.
+  SnowflakeEvents events_{config_};
   std::atomic<SnowflakeGenerator*> generator_{nullptr};
   std::atomic<uint64_t> leases_taken_{0};
   // Steady-clock ms when the renewal under way began; 0 when none is.

@@ -20,6 +20,8 @@
 
 namespace idforge::server {
 
+class AccessLog;  // server/access_log.h
+
 class Session {
  public:
   enum class Next {
@@ -48,6 +50,14 @@ class Session {
   // The runtime is closing the connection (idle, request too slow, shutdown); a session
   // may append a last answer (HTTP: 408) to `out`.
   virtual void on_timeout(std::string& out) { (void)out; }
+
+  // The sampled access log (NetOptions::access_log_sample), set by the runtime before
+  // the first feed() when it is on; the session asks it about every request. It
+  // outlives the session and its jobs.
+  void set_access_log(const AccessLog* log) { access_log_ = log; }
+
+ protected:
+  const AccessLog* access_log_ = nullptr;  // null: no access log
 };
 
 using SessionFactory = std::function<std::unique_ptr<Session>()>;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 namespace idforge::store {
 namespace {
 
@@ -23,8 +25,15 @@ StoreGuard::StoreGuard(SegmentStore* store, uint32_t index, uint32_t count, Guar
       place_(place_name(index, count)),
       settings_(std::move(settings)) {}
 
-void StoreGuard::log(const std::string& line) const {
-  if (settings_.log) settings_.log(line);
+void StoreGuard::report(log::Level level, std::string_view event, log::Fields fields,
+                        const std::string& line) const {
+  if (settings_.log) {
+    settings_.log(line);
+    return;
+  }
+  std::vector<log::Field> all(fields.begin(), fields.end());
+  all.push_back({"message", line});
+  log::write(level, event, all);
 }
 
 std::mutex& StoreGuard::tag_mutex(std::string_view tag) {
@@ -118,21 +127,34 @@ Status StoreGuard::verify_identity_locked() {
       // A new store: nothing happened worth a line.
     } else if (!applied) {
       ++changes_seen_;
-      log(fmt::format("segment store {}: identity {} was adopted by another node",
-                      store_->describe(), id.current));
+      report(log::Level::kWarn, "store.history_adopted",
+             {{"store", store_->describe()}, {"place", place_}, {"identity", id.current}},
+             fmt::format("segment store {}: identity {} was adopted by another node",
+                         store_->describe(), id.current));
     } else if (id.recorded.empty()) {
       ++changes_;
-      log(fmt::format(
-          "segment store {}: no identity was recorded (a new, wiped or older store); recorded {} "
-          "and moved every tag forward by {} past this node's {} served tag(s)",
-          store_->describe(), id.current, settings_.margin, change.floors.size()));
+      report(log::Level::kWarn, "store.history_recorded",
+             {{"store", store_->describe()},
+              {"place", place_},
+              {"identity", id.current},
+              {"margin", settings_.margin},
+              {"served_tags", change.floors.size()}},
+             fmt::format("segment store {}: no identity was recorded (a new, wiped or older "
+                         "store); recorded {} and moved every tag forward by {} past this node's "
+                         "{} served tag(s)",
+                         store_->describe(), id.current, settings_.margin, change.floors.size()));
     } else {
       ++changes_;
-      log(fmt::format(
-          "segment store {}: identity changed from {} to {} (a promoted replica, a restored "
-          "backup or lost data): moved every tag forward by {} past the store's value and this "
-          "node's highest served numbers",
-          store_->describe(), id.recorded, id.current, settings_.margin));
+      report(log::Level::kWarn, "store.history_changed",
+             {{"store", store_->describe()},
+              {"place", place_},
+              {"from", id.recorded},
+              {"to", id.current},
+              {"margin", settings_.margin}},
+             fmt::format("segment store {}: identity changed from {} to {} (a promoted replica, a "
+                         "restored backup or lost data): moved every tag forward by {} past the "
+                         "store's value and this node's highest served numbers",
+                         store_->describe(), id.recorded, id.current, settings_.margin));
     }
   }
   return Status::Unavailable(
@@ -165,7 +187,15 @@ Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
       range_problem_ = why;
       verified_.clear();  // verify again, which applies the fleet step
     }
-    log(why);
+    report(log::Level::kWarn, "segment.range_skipped",
+           {{"tag", tag},
+            {"store", store_->describe()},
+            {"place", place_},
+            {"first", seg.first},
+            {"last", seg.last()},
+            {"history", seg.identity},
+            {"verified", verified}},
+           why);
     check().ignore_error();
     return Status::Unavailable(why);
   }
@@ -182,7 +212,14 @@ Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
       ++refused_;
       range_problem_ = why;
     }
-    log(why);
+    report(log::Level::kError, "segment.range_refused",
+           {{"tag", tag},
+            {"store", store_->describe()},
+            {"place", place_},
+            {"first", seg.first},
+            {"last", seg.last()},
+            {"served", served}},
+           why);
     // A changed identity moves every tag forward at once. With the same history (an
     // operator's UPDATE, a restore over the same file) this node raises the tag to what
     // it served, so the store is ahead again: it only ever raises.

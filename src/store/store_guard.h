@@ -30,6 +30,7 @@
 
 #include "idforge/segment_store.h"
 #include "idforge/status.h"
+#include "log/log.h"
 #include "store/served_marks.h"
 
 namespace idforge::store {
@@ -49,7 +50,8 @@ struct GuardSettings {
   ServedMarks* marks = nullptr;  // required
   uint64_t margin = 0;           // added to every tag when the store's identity changes
   bool allow_unsafe = false;     // use a store whose durability settings can lose ranges
-  // One line per change of state (a refusal, an identity change); may be empty.
+  // One line per change of state (a refusal, an identity change). Empty: the events go
+  // to the process log (log/log.h) with their fields instead (docs/operations.md, "Logs").
   std::function<void(const std::string&)> log;
 };
 
@@ -86,7 +88,10 @@ class StoreGuard final : public RangeSource {
   Status check_locked();
   Status verify_identity_locked();
   std::mutex& tag_mutex(std::string_view tag);
-  void log(const std::string& line) const;
+  // Reports a change of state: to GuardSettings::log when set, else to the process log
+  // as `event` with `fields` and the sentence as `message`.
+  void report(log::Level level, std::string_view event, log::Fields fields,
+              const std::string& line) const;
 
   SegmentStore* const store_;
   const uint32_t index_;

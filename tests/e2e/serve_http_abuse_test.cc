@@ -376,7 +376,7 @@ void check_answers_finished_on_sigterm(int requests, int count) {
       reader.read_until([](std::string_view r) { return r.size() >= 1000; }, milliseconds(5'000)));
 
   server->send_signal(SIGTERM);
-  ASSERT_TRUE(server->wait_for_stderr("shutting down", milliseconds(5'000)))
+  ASSERT_TRUE(server->wait_for_stderr("serve.stopping", milliseconds(5'000)))
       << server->stderr_text();
   const Clock::time_point refused_by = Clock::now() + milliseconds(2'000);
   while (can_connect(server->http_port()) && Clock::now() < refused_by) {

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,16 +55,67 @@ TEST(ServeLifecycleTest, ServesBothProtocolsAndStopsOnSigterm) {
   EXPECT_EQ(slots_taken(server->data_dir()), "1");  // the server's lease
 
   EXPECT_EQ(server->stop(SIGTERM), 0) << server->stderr_text();
-  // Only the shutdown line: a failed lease release would add "idforge: releasing ...".
-  EXPECT_EQ(server->stderr_text(), "idforge serve: shutting down\n");
+  // The shutdown steps, in order, and no warning or error (a failed lease release would
+  // add "error serve.lease_release_failed").
+  const std::string log = server->stderr_text();
+  const size_t stopping = log.find(" info serve.stopping signal=SIGTERM grace_ms=");
+  const size_t drained = log.find(" info serve.drained ");
+  const size_t stopped = log.find(" info serve.stopped exit_status=0");
+  EXPECT_NE(stopping, std::string::npos) << log;
+  EXPECT_LT(stopping, drained) << log;
+  EXPECT_LT(drained, stopped) << log;
+  EXPECT_EQ(log.find(" warn "), std::string::npos) << log;
+  EXPECT_EQ(log.find(" error "), std::string::npos) << log;
   EXPECT_EQ(slots_taken(server->data_dir()), "0");
+}
+
+// The start-up log line has every setting from the settings table, says where the
+// non-default ones came from, and never shows the admin token.
+TEST(ServeLifecycleTest, StartUpLogLineHasEverySettingAndItsSource) {
+  ServeOptions options;
+  options.flags = {"--max-count", "7", "--log-format", "text"};
+  options.env = {"IDFORGE_ADMIN_TOKEN=s3cret-token", "IDFORGE_POLICY=wait"};
+  std::string error;
+  std::unique_ptr<ServeProcess> server = ServeProcess::start(options, &error);
+  ASSERT_NE(server, nullptr) << error;
+  EXPECT_EQ(server->stop(SIGTERM), 0) << server->stderr_text();
+  const std::string log = server->stderr_text();
+  std::istringstream lines(log);
+  std::string settings;
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" info serve.settings ") != std::string::npos) {
+      settings = line;
+      ++count;
+    }
+  }
+  ASSERT_EQ(count, 1) << log;
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
+  EXPECT_NE(settings.find(" admin_token=\"(set, not shown)\""), std::string::npos) << settings;
+  EXPECT_NE(settings.find(" limits.max_count=7 "), std::string::npos) << settings;
+  EXPECT_NE(settings.find(" snowflake.policy=wait "), std::string::npos) << settings;
+  EXPECT_NE(settings.find("limits.max_count:flag --max-count"), std::string::npos) << settings;
+  EXPECT_NE(settings.find("snowflake.policy:env IDFORGE_POLICY"), std::string::npos) << settings;
+  EXPECT_EQ(settings.find("segment.max_step:"), std::string::npos) << settings;  // a default
+  // Every setting --print-config lists is in the line.
+  RunResult printed = run_idforge({"serve", "--print-config"});
+  std::string section;
+  for (const std::string& line : printed.lines()) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1) + ".";
+      continue;
+    }
+    const std::string key = section + line.substr(0, line.find(" = "));
+    EXPECT_NE(settings.find(" " + key + "="), std::string::npos) << key << " in " << settings;
+  }
 }
 
 TEST(ServeLifecycleTest, SigintStopsItToo) {
   std::unique_ptr<ServeProcess> server = start_server({"--shutdown-grace-ms", "100"});
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(server->stop(SIGINT), 0) << server->stderr_text();
-  EXPECT_NE(server->stderr_text().find("shutting down"), std::string::npos);
+  EXPECT_NE(server->stderr_text().find("serve.stopping signal=SIGINT"), std::string::npos);
 }
 
 TEST(ServeLifecycleTest, ShutdownClosesConnectionsAndStopsAccepting) {
@@ -79,6 +131,16 @@ TEST(ServeLifecycleTest, ShutdownClosesConnectionsAndStopsAccepting) {
   EXPECT_FALSE(can_connect(port));
 }
 
+// The lines of stderr that are not the log's: "idforge: MESSAGE".
+std::vector<std::string> error_lines(const RunResult& r) {
+  std::vector<std::string> lines;
+  std::istringstream in(r.err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("idforge: ", 0) == 0) lines.push_back(line);
+  }
+  return lines;
+}
+
 TEST(ServeLifecycleTest, AnAddressInUseIsExitOneNamingTheSetting) {
   std::unique_ptr<ServeProcess> first = start_server();
   ASSERT_NE(first, nullptr);
@@ -88,9 +150,10 @@ TEST(ServeLifecycleTest, AnAddressInUseIsExitOneNamingTheSetting) {
       {"serve", "--http", taken, "--resp", "127.0.0.1:0", "--data-dir", dir.path() + "/data"});
   EXPECT_EQ(r.exit_code, 1) << r.summary();
   EXPECT_TRUE(r.out.empty()) << r.summary();
-  EXPECT_TRUE(r.one_error_line()) << r.summary();
-  EXPECT_EQ(r.err.rfind("idforge: --http: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(taken), std::string::npos) << r.err;
+  // One error line among the log's (which says the lease was given back).
+  EXPECT_EQ(error_lines(r), std::vector<std::string>{"idforge: --http: cannot bind " + taken +
+                                                     ": Address already in use"})
+      << r.err;
   EXPECT_EQ(slots_taken(dir.path() + "/data"), "0");  // the lease it took was given back
 
   // Set by a variable, the message names the variable.
@@ -98,7 +161,8 @@ TEST(ServeLifecycleTest, AnAddressInUseIsExitOneNamingTheSetting) {
                    IDFORGE_BIN, "serve", "--http", "127.0.0.1:0", "--data-dir",
                    dir.path() + "/data"});
   EXPECT_EQ(r.exit_code, 1) << r.summary();
-  EXPECT_EQ(r.err.rfind("idforge: IDFORGE_RESP: ", 0), 0u) << r.err;
+  ASSERT_EQ(error_lines(r).size(), 1U) << r.err;
+  EXPECT_EQ(error_lines(r)[0].rfind("idforge: IDFORGE_RESP: ", 0), 0u) << r.err;
 
   // The first server never noticed.
   EXPECT_EQ(first->stop(SIGTERM), 0) << first->stderr_text();

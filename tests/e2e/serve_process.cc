@@ -533,6 +533,119 @@ bool ServeProcess::wait_for_stderr(std::string_view needle, milliseconds timeout
   }
 }
 
+std::vector<LogLine> ServeProcess::log_lines(std::string_view event) const {
+  std::vector<LogLine> lines;
+  std::istringstream in(stderr_text());
+  for (std::string line; std::getline(in, line);) {
+    std::optional<LogLine> parsed = parse_log_line(line);
+    if (parsed && (event.empty() || parsed->event == event)) lines.push_back(std::move(*parsed));
+  }
+  return lines;
+}
+
+bool ServeProcess::wait_for_log(std::string_view event, milliseconds timeout) const {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  for (;;) {
+    if (!log_lines(event).empty()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+std::string LogLine::get(std::string_view key) const {
+  auto it = fields.find(key);
+  return it == fields.end() ? std::string() : it->second;
+}
+
+int64_t LogLine::number(std::string_view key) const {
+  const std::string value = get(key);
+  if (value.empty() || value.size() > 18 ||
+      value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) != std::string::npos) {
+    return -1;
+  }
+  return std::stoll(value);
+}
+
+std::optional<LogLine> parse_log_line(std::string_view text) {
+  // 2026-11-26T04:10:00.123Z
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (text.size() < kShape.size() + 2) return std::nullopt;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
+    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i]) return std::nullopt;
+  }
+  LogLine line;
+  line.raw = std::string(text);
+  line.time = std::string(text.substr(0, kShape.size()));
+  size_t pos = kShape.size();
+  auto word = [&]() -> std::string {
+    if (pos >= text.size() || text[pos] != ' ') return "";
+    const size_t start = pos + 1;
+    pos = std::min(text.find(' ', start), text.size());
+    return std::string(text.substr(start, pos - start));
+  };
+  line.level = word();
+  line.event = word();
+  static const std::vector<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+  if (std::find(kLevels.begin(), kLevels.end(), line.level) == kLevels.end() ||
+      line.event.empty()) {
+    return std::nullopt;
+  }
+  while (pos < text.size()) {
+    if (text[pos] != ' ') return std::nullopt;
+    const size_t eq = text.find('=', pos + 1);
+    if (eq == std::string_view::npos) return std::nullopt;
+    std::string key(text.substr(pos + 1, eq - pos - 1));
+    std::string value;
+    pos = eq + 1;
+    if (pos < text.size() && text[pos] == '"') {
+      ++pos;
+      bool closed = false;
+      while (pos < text.size()) {
+        const char c = text[pos++];
+        if (c == '"') {
+          closed = true;
+          break;
+        }
+        if (c != '\\' || pos >= text.size()) {
+          value += c;
+          continue;
+        }
+        const char e = text[pos++];
+        switch (e) {
+          case 'n':
+            value += '\n';
+            break;
+          case 'r':
+            value += '\r';
+            break;
+          case 't':
+            value += '\t';
+            break;
+          case 'u':  // \u00XX: control characters only
+          case 'x': {
+            const size_t digits = e == 'u' ? 4 : 2;
+            if (pos + digits > text.size()) return std::nullopt;
+            value +=
+                static_cast<char>(std::stoi(std::string(text.substr(pos, digits)), nullptr, 16));
+            pos += digits;
+            break;
+          }
+          default:
+            value += e;
+        }
+      }
+      if (!closed) return std::nullopt;
+    } else {
+      const size_t end = std::min(text.find(' ', pos), text.size());
+      value = std::string(text.substr(pos, end - pos));
+      pos = end;
+    }
+    line.fields[std::move(key)] = std::move(value);
+  }
+  return line;
+}
+
 void ServeProcess::send_signal(int signal) const {
   if (pid_ > 0) ::kill(pid_, signal);
 }

@@ -14,8 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -74,6 +76,24 @@ std::vector<std::string> parse_resp_replies(std::string_view raw);
 ::testing::AssertionResult is_json_error(const HttpAnswer& answer, int status,
                                          std::string_view code);
 
+// One line of the server's log in the text format (docs/operations.md, "Logs"):
+// `TIME LEVEL EVENT KEY=VALUE...`, values unquoted and unescaped.
+struct LogLine {
+  std::string time;
+  std::string level;
+  std::string event;
+  std::map<std::string, std::string, std::less<>> fields;
+  std::string raw;
+
+  bool has(std::string_view key) const { return fields.find(key) != fields.end(); }
+  // The value, or "" when absent.
+  std::string get(std::string_view key) const;
+  // The value as a number, or -1 when absent or not a whole number.
+  int64_t number(std::string_view key) const;
+};
+// Nullopt for a line that is not a log line (the listening lines, "idforge: ..." errors).
+std::optional<LogLine> parse_log_line(std::string_view line);
+
 struct ServeOptions {
   std::vector<std::string> flags;  // after `serve --http 127.0.0.1:0 --resp 127.0.0.1:0`
   std::vector<std::string> env;    // "NAME=value", added to the environment
@@ -115,6 +135,10 @@ class ServeProcess {
   std::string stderr_text() const;
   // Waits until stderr contains `needle`; false after `timeout`.
   bool wait_for_stderr(std::string_view needle, milliseconds timeout) const;
+  // The log lines on stderr so far, parsed; only those of `event` when it is given.
+  std::vector<LogLine> log_lines(std::string_view event = {}) const;
+  // Waits until a log line of `event` is on stderr; false after `timeout`.
+  bool wait_for_log(std::string_view event, milliseconds timeout) const;
 
   void send_signal(int signal) const;
   // Waits for the process to end: its exit status, 128 + a signal that ended it, or -1

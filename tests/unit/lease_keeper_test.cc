@@ -8,13 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "idforge/snowflake.h"
+#include "log/log.h"
 
 namespace idforge::coord {
 namespace {
@@ -293,6 +297,65 @@ TEST(LeaseKeeperTest, StopFencesStoresTheMarkAndReleases) {
   EXPECT_GE(registry.stored_mark(), rig.generator->reserved_until_ms());
   EXPECT_TRUE(rig.keeper->stop().ok());  // idempotent
   EXPECT_EQ(registry.releases(), 1);
+}
+
+// The log (docs/operations.md, "Logs"): a run of failing renews is one line and a count,
+// the fence and the unfence one line each, written by the renew thread (the watchdog
+// does no I/O), and the release one more.
+TEST(LeaseKeeperTest, FailingRenewsAreLoggedOnceThenFencedRecoveredAndReleased) {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  log::set_writer_for_testing([&](log::Level, std::string_view line) {
+    std::lock_guard lock(mu);
+    lines.emplace_back(line);
+  });
+  auto events = [&] {
+    std::lock_guard lock(mu);
+    std::vector<std::string> out;
+    for (const std::string& line : lines) {
+      const size_t start = line.find(' ', line.find(' ') + 1) + 1;
+      const size_t end = line.find(' ', start);
+      out.push_back(line.substr(start, end - start) +
+                    (line.find(" repeats=") != std::string::npos ? " (count)" : ""));
+    }
+    return out;
+  };
+  auto has_line = [&](std::string_view event) {
+    const std::vector<std::string> now = events();
+    return std::find(now.begin(), now.end(), event) != now.end();
+  };
+  {
+    FakeRegistry registry;
+    Rig rig(registry);
+    registry.fail_with(Status::Unavailable("coordinator unreachable"));
+    ASSERT_GE(rig.wait_fenced(true, 3 * kTtlMs), 0);
+    for (int i = 0; i < 1000 && !has_line("lease.fenced"); ++i) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    EXPECT_GE(registry.renews() - registry.successes(), 5) << "retried every ttl/10";
+    registry.succeed();
+    ASSERT_GE(rig.wait_fenced(false, kTtlMs), 0);
+    for (int i = 0; i < 1000 && !has_line("lease.unfenced"); ++i) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    EXPECT_TRUE(rig.keeper->stop().ok());
+  }
+  log::set_writer_for_testing(nullptr);
+  EXPECT_EQ(events(), (std::vector<std::string>{"lease.renew_failed", "lease.fenced",
+                                                "lease.renew_failed (count)", "lease.renewed",
+                                                "lease.unfenced", "lease.released"}));
+  std::lock_guard lock(mu);
+  ASSERT_EQ(lines.size(), 6U);
+  EXPECT_NE(lines[0].find(" warn lease.renew_failed slot=37 registry=fake "
+                          "error=\"coordinator unreachable\" since_renew_ms="),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find(" error lease.fenced slot=37 registry=fake reason=\"worker lease for "
+                          "slot 37 not renewed for "),
+            std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[3].find(" info lease.renewed slot=37 registry=fake failures="), std::string::npos)
+      << lines[3];
 }
 
 TEST(LeaseKeeperTest, FenceAfterAtOrPastTheTtlFallsBackToTheDefault) {

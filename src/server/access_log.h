@@ -1,0 +1,33 @@
+// The sampled access log (NetOptions::access_log_sample, docs/operations.md, "Logs"):
+// one request in N as an `access` event at level info. HTTP: method, path (without the
+// query, which may carry a token), status, duration; RESP: the command's name, status,
+// duration. Never a header (Authorization), a query string or a command's arguments.
+//
+// The runtime (net_server.cc) gives every session the server's AccessLog when N > 0; a
+// session asks sample() once per request and writes the ones it is told to. Counting is
+// per thread (no shared counter to bounce between the event loops), so "one in N" holds
+// per event loop. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace idforge::server {
+
+class AccessLog {
+ public:
+  explicit AccessLog(uint64_t one_in) : one_in_(one_in) {}
+
+  // Whether the request now being handled is one to write.
+  bool sample() const {
+    thread_local uint64_t seen = 0;
+    return one_in_ != 0 && seen++ % one_in_ == 0;
+  }
+  void write_http(std::string_view method, std::string_view path, int status, double seconds) const;
+  void write_resp(std::string_view command, int status, double seconds) const;
+
+ private:
+  const uint64_t one_in_;
+};
+
+}  // namespace idforge::server
