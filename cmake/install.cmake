@@ -2,13 +2,16 @@
 #   bin/idforge
 #   include/idforge/*.h                      the public headers (include/idforge/)
 #   lib/libidforge_core.a                    Snowflake, segments' double buffer, UUID, ULID
-#   lib/cmake/idforge/idforgeConfig.cmake    find_package(idforge) -> target idforge::core
+#   lib/libidforge_client.a                  the client of a list of servers (idforge/client.h)
+#   lib/cmake/idforge/idforgeConfig.cmake    find_package(idforge) -> targets idforge::core and
+#                                            idforge::client
 #   lib/pkgconfig/idforge.pc                 pkg-config --cflags --libs idforge
 # examples/ builds against an installed tree both ways (tests/install/check.sh).
 include(CMakePackageConfigHelpers)
 
 set_target_properties(idforge_core PROPERTIES EXPORT_NAME core)
-install(TARGETS idforge_core EXPORT idforgeTargets
+set_target_properties(idforge_client PROPERTIES EXPORT_NAME client)
+install(TARGETS idforge_core idforge_client EXPORT idforgeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/idforge

@@ -23,24 +23,17 @@
 #include "server/metrics.h"
 #include "server/resp_parser.h"
 #include "server/resp_reply.h"
+#include "server/resp_session_impl.h"
 
 #ifndef IDFORGE_VERSION
 #define IDFORGE_VERSION "0.0.0"
 #endif
 
 namespace idforge::server {
+namespace resp {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Args = std::span<const std::string_view>;
-using resp::put_bulk;
-using resp::put_error;
-using resp::put_ids;
-using resp::put_number;
-using resp::put_simple;
-using resp::put_status;
 using text::ascii_lower;
-constexpr int kResp = 1;  // Metrics' protocol index
 
 // Client names as Redis allows them: printable, no spaces.
 bool valid_client_name(std::string_view name) {
@@ -58,87 +51,20 @@ std::string one_line(std::string text) {
   return text;
 }
 
-struct Answer {
-  int status = 200;  // for metrics; unused with kBlocking (the job records its own)
-  Session::Next next = Session::Next::kNeedMore;
-};
-
-class RespSession;
-using Handler = Answer (RespSession::*)(Args args, std::string& out);
-
-struct CommandSpec {
-  std::string_view name;  // lower case, as error messages show it
-  size_t min_args;        // counting the command's name
-  size_t max_args;        // kAny: no limit
-  Route route;
-  Handler handler;
-};
-constexpr size_t kAny = static_cast<size_t>(-1);
-
-class RespSession final : public Session {
- public:
-  RespSession(IdService& service, uint64_t client_id) : service_(service), id_(client_id) {}
-
-  Step feed(std::string_view in, std::string& out) override;
-
-  Answer ping(Args args, std::string& out);
-  Answer echo(Args args, std::string& out);
-  Answer hello(Args args, std::string& out);
-  Answer incr(Args args, std::string& out);
-  Answer id_next(Args args, std::string& out);
-  Answer id_snowflake(Args args, std::string& out);
-  Answer id_uuid7(Args args, std::string& out);
-  Answer id_ulid(Args args, std::string& out);
-  Answer id_decode(Args args, std::string& out);
-  Answer info(Args args, std::string& out);
-  Answer command(Args args, std::string& out);
-  Answer client(Args args, std::string& out);
-  Answer select(Args args, std::string& out);
-  Answer quit(Args args, std::string& out);
-
- private:
-  // A map header: `%n` under RESP3, an array of 2n (keys and values) under RESP2.
-  void put_map(std::string& out, size_t pairs) const {
-    if (proto_ == 3) {
-      put_number(out, '%', pairs);
-    } else {
-      put_number(out, '*', pairs * 2);
-    }
-  }
-  void put_null(std::string& out) const { out += proto_ == 3 ? "_\r\n" : "$-1\r\n"; }
-
-  // The optional count at args[index]: 1 when absent.
-  Result<uint64_t> count_arg(Args args, size_t index) const {
-    if (args.size() <= index) return uint64_t{1};
-    return parse_request_count(args[index], service_.config().max_count);
-  }
-  Answer segment_ids(std::string_view tag, uint64_t count, bool as_array, std::string& out);
-  void put_info(std::string_view section, std::string& body) const;
-
-  IdService& service_;
-  const uint64_t id_;
-  RespParser parser_;
-  int proto_ = 2;
-  bool closed_ = false;
-  std::string name_;
-  Clock::time_point start_;                // when feed() began on the current batch
-  bool sampled_ = false;                   // the access log writes the current command
-  std::string_view command_;               // its name (a kCommands literal) when known
-  std::function<void(std::string&)> job_;  // set by a handler that answers kBlocking
-  // Reused across commands so a batch allocates only the first time.
-  std::vector<uint64_t> ids_;
-  std::vector<Uuid> uuids_;
-  std::vector<Ulid> ulids_;
-};
-
 // One table, one handler per command (a table as Redis does). The hot ones come first.
+// Columns: name, arity (min, max, counting the name), route, handler, where the count
+// of IDs is (0: none), not queued by MULTI.
 constexpr CommandSpec kCommands[] = {
-    {"incr", 2, 2, Route::kSegment, &RespSession::incr},
-    {"id.next", 2, 3, Route::kSegment, &RespSession::id_next},
-    {"id.snowflake", 1, 2, Route::kSnowflake, &RespSession::id_snowflake},
-    {"id.uuid7", 1, 2, Route::kUuid7, &RespSession::id_uuid7},
-    {"id.ulid", 1, 2, Route::kUlid, &RespSession::id_ulid},
+    {"incr", 2, 2, Route::kSegment, &RespSession::incr, 2},
+    {"incrby", 3, 3, Route::kSegment, &RespSession::incrby, 2},
+    {"id.next", 2, 3, Route::kSegment, &RespSession::id_next, 2},
+    {"id.snowflake", 1, 2, Route::kSnowflake, &RespSession::id_snowflake, 1},
+    {"id.uuid7", 1, 2, Route::kUuid7, &RespSession::id_uuid7, 1},
+    {"id.ulid", 1, 2, Route::kUlid, &RespSession::id_ulid, 1},
     {"id.decode", 2, 3, Route::kDecode, &RespSession::id_decode},
+    {"multi", 1, 1, Route::kRespOther, &RespSession::multi, 0, true},
+    {"exec", 1, 1, Route::kRespOther, &RespSession::exec, 0, true},
+    {"discard", 1, 1, Route::kRespOther, &RespSession::discard, 0, true},
     {"ping", 1, 2, Route::kRespOther, &RespSession::ping},
     {"echo", 2, 2, Route::kRespOther, &RespSession::echo},
     {"hello", 1, kAny, Route::kRespOther, &RespSession::hello},
@@ -146,7 +72,13 @@ constexpr CommandSpec kCommands[] = {
     {"command", 1, kAny, Route::kRespOther, &RespSession::command},
     {"client", 2, kAny, Route::kRespOther, &RespSession::client},
     {"select", 2, 2, Route::kRespOther, &RespSession::select},
-    {"quit", 1, kAny, Route::kRespOther, &RespSession::quit},
+    {"quit", 1, kAny, Route::kRespOther, &RespSession::quit, 0, true},
+    // Refused with the reason (resp_increment.cc): IDs never go down and are not values.
+    {"decr", 2, 2, Route::kSegment, &RespSession::decr},
+    {"decrby", 3, 3, Route::kSegment, &RespSession::decrby},
+    {"incrbyfloat", 3, 3, Route::kSegment, &RespSession::incrbyfloat},
+    {"get", 2, 2, Route::kRespOther, &RespSession::get},
+    {"set", 3, kAny, Route::kRespOther, &RespSession::set},
 };
 
 const CommandSpec* find_command(std::string_view name) {
@@ -168,10 +100,27 @@ void put_unknown_command(std::string& out, Args args) {
                              quote_text(args[0], '\'', kShown), shown));
 }
 
+}  // namespace
+
+void RespSession::put_map(std::string& out, size_t pairs) const {
+  if (proto_ == 3) {
+    put_number(out, '%', pairs);
+  } else {
+    put_number(out, '*', pairs * 2);
+  }
+}
+
+void RespSession::put_null(std::string& out) const { out += proto_ == 3 ? "_\r\n" : "$-1\r\n"; }
+
+Result<uint64_t> RespSession::count_arg(Args args, size_t index) const {
+  if (args.size() <= index) return uint64_t{1};
+  return parse_request_count(args[index], service_.config().max_count);
+}
+
 Session::Step RespSession::feed(std::string_view in, std::string& out) {
   if (closed_) return {in.size(), Next::kClose, {}};
   size_t pos = 0;
-  RequestTally tally(service_.metrics(), kResp);
+  RequestTally tally(service_.metrics(), kProtocolIndex);
   start_ = tally.start();
   while (true) {
     const RespParser::Outcome parsed = parser_.parse(in.substr(pos));
@@ -202,18 +151,24 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
     if (spec == nullptr) {
       put_unknown_command(out, args);
       answer.status = 404;
+      multi_refused_ = multi_refused_ || in_multi_;  // as Redis: EXEC then aborts
     } else if (args.size() < spec->min_args || args.size() > spec->max_args) {
       put_error(out, fmt::format("ERR wrong number of arguments for '{}' command", spec->name));
       answer.status = 400;
+      multi_refused_ = multi_refused_ || in_multi_;
+    } else if (in_multi_ && !spec->not_queued) {
+      answer = queue(*spec, args, out);
     } else {
       answer = (this->*spec->handler)(args, out);
     }
-    // A job writes its own access line (segment_ids).
+    // A job writes its own access line (segment_ids, exec).
     if (answer.next == Next::kBlocking) return {pos, Next::kBlocking, std::move(job_)};
-    tally.add(route, answer.status);
-    if (sampled_) {
-      access_log_->write_resp(spec != nullptr ? spec->name : args[0], answer.status,
-                              seconds_since(start_));
+    if (answer.status != kQueued) {
+      tally.add(route, answer.status);
+      if (sampled_) {
+        access_log_->write_resp(spec != nullptr ? spec->name : args[0], answer.status,
+                                seconds_since(start_));
+      }
     }
     if (answer.next == Next::kClose) {
       closed_ = true;
@@ -287,45 +242,6 @@ Answer RespSession::hello(Args args, std::string& out) {
   }
   out += "*0\r\n";
   return {};
-}
-
-Answer RespSession::incr(Args args, std::string& out) {
-  return segment_ids(args[1], 1, false, out);
-}
-
-Answer RespSession::id_next(Args args, std::string& out) {
-  Result<uint64_t> count = count_arg(args, 2);
-  if (!count.ok()) return {put_status(out, count.status())};
-  return segment_ids(args[1], *count, args.size() > 2, out);
-}
-
-Answer RespSession::segment_ids(std::string_view tag, uint64_t count, bool as_array,
-                                std::string& out) {
-  ids_.resize(count);
-  const std::span<uint64_t> ids(ids_.data(), count);
-  Result<size_t> filled = service_.try_segment(tag, ids);
-  if (!filled.ok()) return {put_status(out, filled.status())};
-  if (*filled == count) {
-    put_ids(out, ids, as_array);
-    return {};
-  }
-  // The buffer ran dry: keep what it gave and wait on the store for the rest, off the
-  // I/O thread. The job owns copies of what it needs, so it depends on the service only.
-  job_ = [service = &service_, tag = std::string(tag),
-          taken = std::vector<uint64_t>(ids.begin(), ids.end()), have = *filled, as_array,
-          start = start_, access = sampled_ ? access_log_ : nullptr,
-          command = command_](std::string& answer) mutable {
-    const Status made = service->segment(tag, std::span<uint64_t>(taken).subspan(have));
-    int status = 200;
-    if (made.ok()) {
-      put_ids(answer, taken, as_array);
-    } else {
-      status = put_status(answer, made);
-    }
-    service->metrics().record_request(kResp, Route::kSegment, status, seconds_since(start));
-    if (access != nullptr) access->write_resp(command, status, seconds_since(start));
-  };
-  return {0, Next::kBlocking};
 }
 
 Answer RespSession::id_snowflake(Args args, std::string& out) {
@@ -554,15 +470,15 @@ Answer RespSession::quit(Args, std::string& out) {
   return {200, Next::kClose};
 }
 
-}  // namespace
+}  // namespace resp
 
 SessionFactory make_resp_session_factory(IdService& service, RespOptions options) {
   (void)options;
   auto next_id = std::make_shared<std::atomic<uint64_t>>(0);
   return [&service, next_id]() -> std::unique_ptr<Session> {
     // Relaxed: the ids only need to differ, not to order anything.
-    return std::make_unique<RespSession>(service,
-                                         next_id->fetch_add(1, std::memory_order_relaxed) + 1);
+    return std::make_unique<resp::RespSession>(
+        service, next_id->fetch_add(1, std::memory_order_relaxed) + 1);
   };
 }
 

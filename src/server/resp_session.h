@@ -1,17 +1,21 @@
 // The Redis-protocol front end (docs/api.md, "RESP"): a Session that reads commands with
 // RespParser, answers them from IdService and formats RESP2, or RESP3 after `HELLO 3`.
-// Commands: PING, ECHO, HELLO, INCR, ID.NEXT, ID.SNOWFLAKE, ID.UUID7, ID.ULID,
-// ID.DECODE, INFO, COMMAND, CLIENT, SELECT, QUIT.
+// Commands: PING, ECHO, HELLO, INCR, INCRBY, ID.NEXT, ID.SNOWFLAKE, ID.UUID7, ID.ULID,
+// ID.DECODE, INFO, COMMAND, CLIENT, SELECT, QUIT, MULTI, EXEC, DISCARD; DECR, DECRBY,
+// INCRBYFLOAT, GET and SET are refused with the reason (docs/api.md, "Increments").
+// The commands are implemented in resp_session.cc, resp_increment.cc and
+// resp_transaction.cc over the class in resp_session_impl.h.
 //
-// Answers to INCR, ID.NEXT and ID.SNOWFLAKE are written straight into the output buffer
-// with no allocation per answer. A segment request the tag's buffer cannot fill at once
-// becomes a kBlocking step that waits on the store (IdService::segment) off the I/O
-// thread; everything else is answered inline.
+// Answers to INCR, INCRBY, ID.NEXT and ID.SNOWFLAKE are written straight into the output
+// buffer with no allocation per answer. A segment request the tag's buffer cannot fill
+// at once becomes a kBlocking step that waits on the store (IdService::segment) off the
+// I/O thread, and so does an EXEC holding one; everything else is answered inline.
 //
-// Every command is counted in the service's metrics (protocol "resp"): the route (INCR
-// and ID.NEXT are "segment", PING/HELLO/INFO/... are "other", an unknown command is
-// "not_found") and a status of 200, or 400/404/500/503 by the error's kind; a protocol
-// error counts as "other" 400. IDs are counted by IdService itself, not here.
+// Every command is counted in the service's metrics (protocol "resp"): the route (INCR,
+// INCRBY, ID.NEXT and the refused DECR... are "segment", PING/HELLO/INFO/MULTI/... are
+// "other", an unknown command is "not_found"; a queued command counts when EXEC runs it) and a
+// status of 200, or 400/404/500/503 by the error's kind; a protocol error counts as "other" 400.
+// IDs are counted by IdService itself, not here.
 //
 // Errors are "-ERR <code>: <message>" (the codes of the HTTP errors) for what IdService
 // refuses, Redis's own wording for unknown commands and wrong arity, and the connection

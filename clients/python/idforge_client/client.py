@@ -413,16 +413,22 @@ class Client:
             if ids is not None:
                 return ids, t0
             tried[i] = why
-        if not tried:
-            if not must_try:
-                raise _NothingTried()
-            # Every server is backing off: try the one whose period ends first.
+        if not tried and not must_try:
+            raise _NothingTried()
+        if must_try:
+            # Every server left is backing off: a waiting caller tries them too, the one
+            # whose period ends first first (docs/clients.md), so a server just back
+            # answers rather than the call failing untried there.
             with self._lock:
-                i = min(range(n), key=lambda j: servers[j].until)
-            ids, t0, why = self._attempt(i, kind, tag, count, deadline)
-            if ids is not None:
-                return ids, t0
-            tried[i] = why
+                rest = sorted((j for j in range(n) if j not in tried),
+                              key=lambda j: servers[j].until)
+            for i in rest:
+                if tried and deadline is not None and deadline - time.monotonic() <= 0.001:
+                    break
+                ids, t0, why = self._attempt(i, kind, tag, count, deadline)
+                if ids is not None:
+                    return ids, t0
+                tried[i] = why
         errors = self._server_errors(tried)
         raise IdforgeUnavailable(
             f"no idforge server could give {_what(kind, tag)}: "

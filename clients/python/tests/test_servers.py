@@ -306,19 +306,21 @@ class ServersTest(unittest.TestCase):
         self.assertEqual(cm.exception.errors,
                          [(dead[0], "failed: connection refused"),
                           (dead[1], "failed: connection refused")])
-        # Both back off now: the one whose period ends first is tried, not none.
+        # Both back off now: a waiting caller tries them anyway, the one whose period
+        # ends first first, rather than failing untried.
         with self.assertRaises(IdforgeUnavailable) as cm:
             c.snowflake()
-        self.assertEqual(cm.exception.errors[0], (dead[0], "failed: connection refused"))
-        self.assertIn("skipped: backing off", cm.exception.errors[1][1])
+        self.assertEqual(cm.exception.errors,
+                         [(dead[0], "failed: connection refused"),
+                          (dead[1], "failed: connection refused")])
         states = c.server_states()
-        self.assertEqual([s["failures"] for s in states], [2, 1])
+        self.assertEqual([s["failures"] for s in states], [2, 2])
         self.assertGreater(states[0]["backing_off_ms"], 1500)  # doubled: 2000 ms
         for _ in range(4):
             with self.assertRaises(IdforgeUnavailable):
                 c.snowflake()
         states = c.server_states()
-        self.assertEqual(sum(s["failures"] for s in states), 7)  # one try per call
+        self.assertEqual(sum(s["failures"] for s in states), 12)  # both, every call
         self.assertLessEqual(max(s["backing_off_ms"] for s in states), 3000)  # the cap
         # With the buffer, an empty buffer fails the same way.
         with Client(dead, timeout_ms=200) as c2, self.assertRaises(IdforgeUnavailable):
