@@ -117,6 +117,30 @@ std::string json_string(std::string_view json, std::string_view key) {
 
 }  // namespace
 
+// Every member saying leader or follower does not yet mean the quorum takes writes: on
+// a loaded machine the first create right after the election can time out. Waits until
+// one does, so a test's first server does not fail on the ensemble's start.
+namespace {
+Status wait_writable(const Ensemble& ensemble, milliseconds timeout) {
+  const auto deadline = Steady::now() + timeout;
+  Status last = Status::Unavailable("no try");
+  while (Steady::now() < deadline) {
+    Result<std::shared_ptr<coord::ZkSession>> s =
+        coord::ZkSession::open(hosts_of(ensemble.url), 4000, 5000, "probe " + ensemble.url);
+    if (s.ok()) {
+      const coord::ZkReply r = (*s)->create("/idforge-ensemble-probe", "", /*ephemeral=*/true);
+      if (r.ok() || r.code == coord::ZkCode::kNodeExists) return Status::Ok();
+      last = r.status;
+    } else {
+      last = s.status();
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return Status::Unavailable("the ensemble " + ensemble.url +
+                             " took no write within 15 s: " + last.to_string());
+}
+}  // namespace
+
 Result<Ensemble> start_ensemble(const std::string& name, int members) {
   Ensemble e;
   e.dir = Services::get().make_dir(name);
@@ -141,6 +165,7 @@ Result<Ensemble> start_ensemble(const std::string& name, int members) {
     e.members.push_back(member);
     e.ports.push_back(std::atoi(port.c_str()));
   }
+  IDFORGE_RETURN_IF_ERROR(wait_writable(e, milliseconds(15'000)));
   return e;
 }
 
