@@ -93,13 +93,11 @@ int run(int argc, char** argv) {
     }
   }
 
-  // The process log (log/log.h) is for the server, which configures it (info by
-  // default). A one-shot command reports in its own output and error line; from its
-  // backends (a lease renewal that fails while `worker acquire` holds it, a store guard's
-  // refusal) only warnings and errors reach stderr.
-  if (argc < 2 || std::string_view(argv[1]) != "serve") {
-    log::configure(log::Level::kWarn, log::Format::kText);
-  }
+  // A one-shot command reports in its own output and error line; from its backends (a
+  // lease renewal that fails while `worker acquire` holds it, a store guard's refusal)
+  // only warnings and errors reach stderr. `idforge serve` sets its own level and format
+  // from its settings once they are loaded (cmd_serve.cc).
+  log::configure(log::Level::kWarn, log::Format::kText);
 
   try {
     app.parse(argc, argv);

@@ -41,6 +41,21 @@ std::string comment_block(std::string_view text) {
   return out + line + '\n';
 }
 
+// Writes "[section]" before the first key of each section; the table keeps a section's
+// keys together, top-level keys first.
+class SectionHeaders {
+ public:
+  void before(std::string& out, std::string_view key) {
+    const std::string_view section = settings::section_of(key);
+    if (section == current_) return;
+    current_ = section;
+    out += fmt::format("\n[{}]\n", section);
+  }
+
+ private:
+  std::string_view current_;
+};
+
 // The range a whole number may take, for docs: " (0..600000)".
 std::string range_note(const Spec& spec) {
   if (spec.check.kind != Kind::kUint) return "";
@@ -85,13 +100,10 @@ Result<std::string> describe_toml() {
       "# idforge serve: every setting, commented out at its default. Uncomment a line to\n"
       "# change it; IDFORGE_* variables and flags override this file (idforge serve --help,\n"
       "# docs/operations.md). `idforge serve --config FILE --print-config` shows the result.\n";
-  std::string_view section = "";
+  SectionHeaders headers;
   for (const Spec& spec : settings::all()) {
     const std::string_view key = spec.info.key;
-    if (settings::section_of(key) != section) {
-      section = settings::section_of(key);
-      out += fmt::format("\n[{}]\n", section);
-    }
+    headers.before(out, key);
     out += '\n';
     std::string help = fmt::format("{}{}.", spec.info.help, range_note(spec));
     if (!spec.empty_hint.empty()) {
@@ -121,13 +133,10 @@ std::string format_serve_config(const ServeConfig& config) {
       "defaults)\n";
   out +=
       fmt::format("# config file: {}\n", config.config_file.empty() ? "none" : config.config_file);
-  std::string_view section = "";
+  SectionHeaders headers;
   for (const Spec& spec : settings::all()) {
     const std::string_view key = spec.info.key;
-    if (settings::section_of(key) != section) {
-      section = settings::section_of(key);
-      out += fmt::format("\n[{}]\n", section);
-    }
+    headers.before(out, key);
     const std::string source = setting_source(config, key);
     if (spec.check.kind == Kind::kSecret) {
       if (!config.admin_token_file.empty()) {

@@ -30,29 +30,18 @@ promtool test rules "$tests"
 
 # A real server with one tag in use, so the per-tag and per-store metrics exist.
 work=$(mktemp -d "${TMPDIR:-/tmp}/idforge-alerts.XXXXXX")
-server_pid=
+# shellcheck source=tests/support/serve.sh
+source "$root/tests/support/serve.sh"
 cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  serve_kill
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 "$bin" tag create check --data-dir "$work/data" >/dev/null
-"$bin" serve --http 127.0.0.1:0 --resp 127.0.0.1:0 --data-dir "$work/data" \
-  >"$work/stdout" 2>"$work/stderr" &
-server_pid=$!
-
-url=
-for _ in $(seq 1 200); do
-  url=$(sed -n 's#^idforge serve: http \(http://[^ ]*/\)$#\1#p' "$work/stdout")
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/stderr" >&2; fail "idforge serve exited"; }
-  sleep 0.05
-done
-[ -n "$url" ] || { cat "$work/stderr" >&2; fail "idforge serve did not print its http line"; }
+serve_start "$work/server" "$bin" serve --http 127.0.0.1:0 --resp 127.0.0.1:0 \
+  --data-dir "$work/data" || fail "idforge serve did not start"
+url=$(serve_http_url "$work/server")
 
 curl -fsS --max-time 10 "${url}v1/segment/check?count=1" >/dev/null ||
   fail "GET ${url}v1/segment/check failed"

@@ -4,18 +4,17 @@
 // stopped at the end); the clock is moved with libfaketime, as the torture run does.
 //
 // Each test takes a few seconds: a TTL of 3 s and a store probe every 2 s set the pace.
-#include <glob.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "serve_process.h"
+#include "support/faketime.h"
+#include "support/process.h"
 
 namespace idforge::e2e {
 namespace {
@@ -211,18 +210,6 @@ TEST(ServeLogTest, AKilledSegmentStoreIsLoggedDownOnceAndUpOnce) {
   EXPECT_LT(position(all, "store.down"), position(all, "store.up"));
 }
 
-// The libfaketime preload library (multi-threaded variant); empty if not installed.
-std::string faketime_library() {
-  glob_t found{};
-  std::string path;
-  if (glob("/usr/lib/*/faketime/libfaketimeMT.so.1", 0, nullptr, &found) == 0 &&
-      found.gl_pathc > 0) {
-    path = found.gl_pathv[0];
-  }
-  globfree(&found);
-  return path;
-}
-
 // A server whose wall clock is its real one moved by the offset in a file, which
 // libfaketime reads again every second (the monotonic clock stays real, as under an
 // NTP step).
@@ -230,19 +217,27 @@ class FakedClock {
  public:
   FakedClock() : dir_("idforge-log-clock") { set_offset_s(0); }
   void set_offset_s(int seconds) {
-    const std::string tmp = path() + ".tmp";
-    std::ofstream(tmp) << (seconds < 0 ? "-" : "+") << std::abs(seconds) << ".000\n";
-    std::rename(tmp.c_str(), path().c_str());
+    test_support::write_file_atomically(path(),
+                                        test_support::faketime_offset_text(seconds * 1000LL));
   }
-  std::vector<std::string> env() const {
-    return {"LD_PRELOAD=" + faketime_library(), "FAKETIME_TIMESTAMP_FILE=" + path(),
-            "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"};
-  }
+  std::vector<std::string> env() const { return test_support::faketime_env(path()); }
 
  private:
   std::string path() const { return dir_.path() + "/offset"; }
   TempDir dir_;
 };
+
+// A server on `clock`. scripts/install-deps installs libfaketime: a machine without it
+// fails rather than skips.
+void start_under(const FakedClock& clock, std::unique_ptr<ServeProcess>& server) {
+  ASSERT_FALSE(test_support::faketime_library().empty())
+      << "libfaketime not installed (package faketime)";
+  ServeOptions options;
+  options.env = clock.env();
+  std::string error;
+  server = ServeProcess::start(options, &error);
+  ASSERT_NE(server, nullptr) << error;
+}
 
 // Asks for Snowflake IDs every 50 ms (the generator only sees the clock when it issues)
 // until `event` is logged; false after `timeout`.
@@ -260,14 +255,9 @@ bool request_until_logged(ServeProcess& server, std::string_view event, millisec
 // the generator sees it, saying what the policy does, and one when the clock caught up,
 // saying what it did (requests refused meanwhile).
 TEST(ServeLogTest, AClockSetBackLogsThePolicysActionOnceAndTheCatchUpOnce) {
-  // scripts/install-deps installs it: a machine without it fails rather than skips.
-  ASSERT_FALSE(faketime_library().empty()) << "libfaketime not installed (package faketime)";
   FakedClock clock;
-  ServeOptions options;
-  options.env = clock.env();
-  std::string error;
-  std::unique_ptr<ServeProcess> server = ServeProcess::start(options, &error);
-  ASSERT_NE(server, nullptr) << error;
+  std::unique_ptr<ServeProcess> server;
+  ASSERT_NO_FATAL_FAILURE(start_under(clock, server));
   ASSERT_EQ(server->http("/v1/snowflake").status, 200) << dump(*server);
 
   clock.set_offset_s(-3);
@@ -303,14 +293,9 @@ TEST(ServeLogTest, AClockSetBackLogsThePolicysActionOnceAndTheCatchUpOnce) {
 
 // A forward jump past max_clock_step_ms (10 s): not followed, logged once, and its end.
 TEST(ServeLogTest, AClockJumpIsLoggedOnceAndItsEndOnce) {
-  // scripts/install-deps installs it: a machine without it fails rather than skips.
-  ASSERT_FALSE(faketime_library().empty()) << "libfaketime not installed (package faketime)";
   FakedClock clock;
-  ServeOptions options;
-  options.env = clock.env();
-  std::string error;
-  std::unique_ptr<ServeProcess> server = ServeProcess::start(options, &error);
-  ASSERT_NE(server, nullptr) << error;
+  std::unique_ptr<ServeProcess> server;
+  ASSERT_NO_FATAL_FAILURE(start_under(clock, server));
 
   clock.set_offset_s(60);
   EXPECT_TRUE(request_until_logged(*server, "clock.jumped", milliseconds(5'000))) << dump(*server);

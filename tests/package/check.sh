@@ -39,12 +39,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/idforge-package.XXXXXX")
-server_pid=
+# shellcheck source=tests/support/serve.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/serve.sh"
 cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  serve_kill
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -180,26 +178,16 @@ note "systemd-analyze security: overall exposure $exposure (must stay below $MAX
 
 # --- 5. the installed binary with the installed configuration -------------------------
 IDFORGE_HTTP=127.0.0.1:0 IDFORGE_RESP=127.0.0.1:0 IDFORGE_DATA_DIR=$work/data \
-  "$root/usr/bin/idforge" serve --config "$root/etc/idforge/idforge.toml" \
-  >"$work/stdout" 2>"$work/stderr" &
-server_pid=$!
-url=
-for _ in $(seq 1 300); do
-  url=$(sed -n 's#^idforge serve: http \(http://[^ ]*/\)$#\1#p' "$work/stdout")
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/stderr" >&2; fail "the installed idforge serve exited"; }
-  sleep 0.05
-done
-[ -n "$url" ] || { cat "$work/stderr" >&2; fail "the installed idforge serve printed no http line"; }
+  serve_start "$work/server" "$root/usr/bin/idforge" serve \
+  --config "$root/etc/idforge/idforge.toml" || fail "the installed idforge serve did not start"
+url=$(serve_http_url "$work/server")
 answer=$(curl -fsS --max-time 10 "${url}v1/snowflake") || fail "GET ${url}v1/snowflake failed"
 echo "$answer" | grep -q '^{"kind":"snowflake","ids":\["[0-9][0-9]*"\]}$' ||
   fail "GET ${url}v1/snowflake answered $answer"
 [ -d "$work/data" ] || fail "the server did not use IDFORGE_DATA_DIR ($work/data)"
-kill -TERM "$server_pid"
 status=0
-wait "$server_pid" || status=$?
-server_pid=
-[ "$status" = 0 ] || { cat "$work/stderr" >&2; fail "SIGTERM: exit status $status, not 0"; }
+serve_stop || status=$?
+[ "$status" = 0 ] || { cat "$work/server.err" >&2; fail "SIGTERM: exit status $status, not 0"; }
 note "installed binary and configuration: served $answer, exit 0 on SIGTERM"
 
 # --- 6. purge -----------------------------------------------------------------------------

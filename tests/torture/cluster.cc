@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <glob.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "support/faketime.h"
 #include "wire.h"
 
 namespace idforge::torture {
@@ -46,12 +46,6 @@ bool port_is_free(int port) {
   const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   ::close(fd);
   return ok;
-}
-
-// libfaketime's offset syntax: signed seconds with a fraction.
-std::string offset_text(int64_t offset_ms) {
-  const int64_t magnitude = offset_ms < 0 ? -offset_ms : offset_ms;
-  return fmt::format("{}{}.{:03}\n", offset_ms < 0 ? '-' : '+', magnitude / 1000, magnitude % 1000);
 }
 
 // `"key":value` of a JSON object, as text (enough for the status's numbers and words).
@@ -147,17 +141,6 @@ int pick_port() {
   return 0;
 }
 
-std::string find_faketime_library() {
-  glob_t found{};
-  std::string path;
-  if (glob("/usr/lib/*/faketime/libfaketimeMT.so.1", 0, nullptr, &found) == 0 &&
-      found.gl_pathc > 0) {
-    path = found.gl_pathv[0];
-  }
-  globfree(&found);
-  return path;
-}
-
 HttpAnswer http_get(int port, const std::string& target, std::chrono::milliseconds timeout) {
   HttpAnswer answer;
   const auto deadline = Clock::now() + timeout;
@@ -189,7 +172,8 @@ ServerProc::ServerProc(int index, ServerConfig config, std::string idforge, std:
 
 bool ServerProc::set_offset(int64_t offset_ms) {
   offset_ms_ = offset_ms;
-  return test_support::write_file_atomically(offset_path_, offset_text(offset_ms));
+  return test_support::write_file_atomically(offset_path_,
+                                             test_support::faketime_offset_text(offset_ms));
 }
 
 bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t offset_ms) {
@@ -223,12 +207,7 @@ bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t off
   options.err_path = err_path_;
   options.append_err = true;  // one file across restarts, with the marker lines above
   options.die_with_parent = true;
-  options.env = {"LD_PRELOAD=" + find_faketime_library(), "FAKETIME_TIMESTAMP_FILE=" + offset_path_,
-                 // Re-read the offset file every second (the default is every 10 s);
-                 // reading it on every call would cost a file read per clock read.
-                 "FAKETIME_CACHE_DURATION=1",
-                 // An NTP step moves CLOCK_REALTIME only.
-                 "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+  options.env = test_support::faketime_env(offset_path_);
   pid_ = test_support::spawn(argv, options).pid;
   if (pid_ < 0) {
     last_failure_ = "cannot start " + idforge_;

@@ -132,9 +132,6 @@ class ServerProc {
 // port is not handed to outgoing connections, so a restart can bind it again.
 int pick_port();
 
-// The libfaketime preload library (multi-threaded variant); empty if not installed.
-std::string find_faketime_library();
-
 // A plain HTTP GET on 127.0.0.1:port: status code (0 when unreachable) and body.
 struct HttpAnswer {
   int status = 0;

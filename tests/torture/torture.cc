@@ -28,6 +28,7 @@
 #include "cluster.h"
 #include "faults.h"
 #include "run.h"
+#include "support/faketime.h"
 #include "support/process.h"
 
 namespace idforge::torture {
@@ -381,7 +382,7 @@ int torture_main(int argc, char** argv) {
     fmt::print(stderr, "idforge_torture: no test-services in '{}' (--scripts)\n", options.scripts);
     return 2;
   }
-  if (find_faketime_library().empty()) {
+  if (test_support::faketime_library().empty()) {
     fmt::print(stderr, "idforge_torture: libfaketime not found (apt-get install faketime)\n");
     return 2;
   }
