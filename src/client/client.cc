@@ -7,12 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <memory>
 #include <utility>
 
 #include "client/client_impl.h"
+#include "core/text.h"
 #include "idforge/layout.h"
 #include "idforge/time_format.h"
 
@@ -93,8 +92,7 @@ Result<std::unique_ptr<Client>> Client::open(ClientOptions options) {
                                            std::to_string(options.max_backoff_ms)));
   int wake_pipe[2];
   if (::pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    return Status::IoError(std::string("cannot create the client's wake pipe: ") +
-                           std::strerror(errno));
+    return Status::IoError("cannot create the client's wake pipe: " + text::errno_text());
   }
   return std::unique_ptr<Client>(
       new client::ClientImpl(options, std::move(servers), refill_below, wake_pipe));

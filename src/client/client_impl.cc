@@ -111,14 +111,18 @@ Result<T> ClientImpl::next(Buffer<T>& buf) {
   if (closed_) return closed_error();
   {
     MutexLock lock(buf.mu);
-    if (buf.max_age.count() > 0 && buf.size > 0) buf.expire(Clock::now());
-    if (buf.size > 0) {
-      T value = buf.take();
-      if (buf.size < refill_below_ && buf.state == RefillState::kIdle) queue_refill(buf);
-      return value;
-    }
+    if (std::optional<T> value = take_buffered(buf)) return std::move(*value);
   }
   return next_slow(buf);
+}
+
+template <typename T>
+std::optional<T> ClientImpl::take_buffered(Buffer<T>& buf) {
+  if (buf.max_age.count() > 0 && buf.size > 0) buf.expire(Clock::now());
+  if (buf.size == 0) return std::nullopt;
+  T value = buf.take();
+  if (buf.size < refill_below_ && buf.state == RefillState::kIdle) queue_refill(buf);
+  return value;
 }
 
 // The buffer is empty: wait for the refill in progress, or run one in this thread, for at
@@ -133,12 +137,7 @@ Result<T> ClientImpl::next_slow(Buffer<T>& buf) {
     {
       MutexLock lock(buf.mu);
       if (closed_) return closed_error();
-      if (buf.max_age.count() > 0) buf.expire(Clock::now());
-      if (buf.size > 0) {
-        T value = buf.take();
-        if (buf.size < refill_below_ && buf.state == RefillState::kIdle) queue_refill(buf);
-        return value;
-      }
+      if (std::optional<T> value = take_buffered(buf)) return std::move(*value);
       if (buf.state == RefillState::kRunning) {
         const uint64_t gen = buf.gen;
         typename Buffer<T>::Waiter waiter;
@@ -230,6 +229,15 @@ void ClientImpl::queue_refill(Buffer<T>& buf) {
 }
 
 void ClientImpl::refill_loop() {
+  const auto run = [this](auto& buf) {
+    {
+      MutexLock lock(buf.mu);
+      if (buf.state != RefillState::kQueued) return;  // a caller runs it already
+      buf.state = RefillState::kRunning;
+    }
+    // A failure is kept in buf.error: a caller meets it when the buffer is empty.
+    refill(buf, /*must_try=*/false, /*take_one=*/false, std::nullopt).status().ignore_error();
+  };
   for (;;) {
     std::pair<NumberBuffer*, TextBuffer*> next{nullptr, nullptr};
     {
@@ -240,22 +248,9 @@ void ClientImpl::refill_loop() {
       queue_.pop_front();
     }
     if (next.first != nullptr) {
-      NumberBuffer& buf = *next.first;
-      {
-        MutexLock lock(buf.mu);
-        if (buf.state != RefillState::kQueued) continue;  // a caller runs it already
-        buf.state = RefillState::kRunning;
-      }
-      // A failure is kept in buf.error: a caller meets it when the buffer is empty.
-      refill(buf, /*must_try=*/false, /*take_one=*/false, std::nullopt).status().ignore_error();
+      run(*next.first);
     } else {
-      TextBuffer& buf = *next.second;
-      {
-        MutexLock lock(buf.mu);
-        if (buf.state != RefillState::kQueued) continue;
-        buf.state = RefillState::kRunning;
-      }
-      refill(buf, /*must_try=*/false, /*take_one=*/false, std::nullopt).status().ignore_error();
+      run(*next.second);
     }
   }
 }
@@ -327,10 +322,8 @@ ClientImpl::Fetch ClientImpl::request(Kind kind, std::string_view tag, uint64_t 
     fetch.error = closed_error();
     return fetch;
   }
-  const std::string what = kind == Kind::kSegment ? "segment IDs of tag '" + std::string(tag) + "'"
-                                                  : std::string(kind_name(kind)) + " IDs";
-  fetch.error =
-      Status::Unavailable("no idforge server could give " + what + ": " + describe_servers(tried));
+  fetch.error = Status::Unavailable("no idforge server could give " + describe_ids(kind, tag) +
+                                    ": " + describe_servers(tried));
   return fetch;
 }
 

@@ -32,6 +32,12 @@ namespace idforge::client {
 
 enum class RefillState { kIdle, kQueued, kRunning };
 
+// What a request asks for, as errors name it: "snowflake IDs", "segment IDs of tag 'order'".
+inline std::string describe_ids(Kind kind, std::string_view tag) {
+  return kind == Kind::kSegment ? "segment IDs of tag '" + std::string(tag) + "'"
+                                : std::string(kind_name(kind)) + " IDs";
+}
+
 // The IDs of one kind (and tag), in the batches they came in, each with the time its
 // request was sent (its IDs were made after that: the age counts from there).
 template <typename T>
@@ -51,8 +57,7 @@ class Buffer {
   Buffer(Kind kind_of, std::string tag_of, int64_t max_age_ms)
       : kind(kind_of),
         tag(std::move(tag_of)),
-        what(kind == Kind::kSegment ? "segment IDs of tag '" + tag + "'"
-                                    : std::string(kind_name(kind)) + " IDs"),
+        what(describe_ids(kind, tag)),
         max_age(std::chrono::milliseconds(max_age_ms)) {}
 
   // Drops the batches older than max_age (none when it is 0).
@@ -127,6 +132,10 @@ class ClientImpl final : public Client {
 
   template <typename T>
   Result<T> next(Buffer<T>& buf);
+  // An ID from the buffer (after dropping the expired ones), queueing a background refill
+  // when it falls below refill_below; nullopt when it is empty.
+  template <typename T>
+  std::optional<T> take_buffered(Buffer<T>& buf) IDFORGE_REQUIRES(buf.mu);
   template <typename T>
   Result<T> next_slow(Buffer<T>& buf);
   // One request of `batch` IDs into `buf`, whose state the caller set to kRunning.

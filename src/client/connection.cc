@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <utility>
+
+#include "core/text.h"
 
 namespace idforge::client {
 namespace {
@@ -33,11 +34,14 @@ std::string errno_reason(int err) {
     case EPIPE:
       return "connection closed while sending";
     default:
-      return std::strerror(err);
+      return text::errno_text(err);
   }
 }
 
 Status closed_client() { return Status::Unavailable("the client is closed"); }
+
+// fill()'s error at the server's close: read_to_eof() takes it for the end of the answer.
+constexpr std::string_view kClosedByServer = "connection closed by the server";
 
 }  // namespace
 
@@ -147,7 +151,7 @@ Status Connection::fill(const Deadline& deadline) {
       got_bytes = true;
       return Status::Ok();
     }
-    if (n == 0) return Status::Unavailable("connection closed by the server");
+    if (n == 0) return Status::Unavailable(std::string(kClosedByServer));
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return Status::Unavailable(errno_reason(errno));
     IDFORGE_RETURN_IF_ERROR(wait(POLLIN, deadline));
@@ -184,7 +188,7 @@ Result<std::string> Connection::read_to_eof(const Deadline& deadline, size_t lim
     if (buf_.size() - pos_ > limit) return Status::IoError("the answer is too large");
     Status status = fill(deadline);
     if (!status.ok()) {
-      if (status.message() != "connection closed by the server") return status;
+      if (status.message() != kClosedByServer) return status;
       std::string out = buf_.substr(pos_);
       pos_ = buf_.size();
       reusable = false;

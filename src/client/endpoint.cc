@@ -1,11 +1,11 @@
 #include "client/endpoint.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <utility>
 
 #include "client/json_reader.h"
+#include "core/text.h"
 
 namespace idforge::client {
 namespace {
@@ -16,19 +16,8 @@ constexpr size_t kMaxIdleConnections = 8;  // per server; more concurrent reques
 constexpr int kMaxRespDepth = 8;
 constexpr int64_t kMaxRespItems = 1'000'000;
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
+// Spaces and tabs at either end: HTTP's optional white space (OWS).
+constexpr std::string_view trim(std::string_view in) { return text::trim(in, " \t"); }
 
 // For messages: at most `n` bytes, control bytes shown as '?'.
 std::string cut(std::string_view text, size_t n = 80) {
@@ -39,18 +28,9 @@ std::string cut(std::string_view text, size_t n = 80) {
   return out;
 }
 
-bool parse_u64(std::string_view text, uint64_t* out) {
-  if (text.empty() || text.size() > 20) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-bool parse_i64(std::string_view text, int64_t* out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+// Digits only (from_chars reads no sign for an unsigned type), at most 20 of them.
+bool parse_u64(std::string_view digits, uint64_t* out) {
+  return digits.size() <= 20 && text::parse_int(digits, out);
 }
 
 // A UUIDv7 or ULID as text: printable ASCII without spaces.
@@ -124,7 +104,7 @@ Result<RespReply> read_reply(Connection& conn, const Deadline& deadline, int dep
     case '>':
     case '%': {
       int64_t n = 0;
-      if (!parse_i64(rest, &n)) return failure("bad RESP length '" + cut(rest, 40) + "'");
+      if (!text::parse_int(rest, &n)) return failure("bad RESP length '" + cut(rest, 40) + "'");
       if (n < 0) {
         reply.null = true;
         return reply;
@@ -174,21 +154,21 @@ std::string_view kind_name(Kind kind) {
 
 Result<ServerAddress> parse_server_url(std::string_view url) {
   const std::string quoted = "server '" + std::string(url) + "'";
-  std::string_view text = trim(url);
-  const size_t sep = text.find("://");
+  const std::string_view trimmed = trim(url);
+  const size_t sep = trimmed.find("://");
   if (sep == std::string_view::npos) {
     return Status::InvalidArgument(quoted +
                                    " is not a URL like http://HOST:PORT or redis://HOST:PORT");
   }
   ServerAddress address;
-  const std::string scheme = lower(text.substr(0, sep));
+  const std::string scheme = text::ascii_lower(trimmed.substr(0, sep));
   if (scheme != "http" && scheme != "redis") {
     return Status::InvalidArgument(quoted +
                                    ": the scheme must be http:// (the JSON API) or redis:// "
                                    "(the Redis protocol)");
   }
   address.http = scheme == "http";
-  std::string_view rest = text.substr(sep + 3);
+  std::string_view rest = trimmed.substr(sep + 3);
   const size_t tail = rest.find_first_of("/?#");
   if (tail != std::string_view::npos) {
     if (rest.substr(tail) != "/") {
@@ -335,19 +315,19 @@ Result<FetchedIds> Endpoint::http(Connection& conn, Kind kind, std::string_view 
     if (line.empty()) break;
     const size_t colon = line.find(':');
     if (colon == std::string::npos) return failure("a malformed header '" + cut(line) + "'");
-    const std::string name = lower(trim(std::string_view(line).substr(0, colon)));
+    const std::string_view name = trim(std::string_view(line).substr(0, colon));
     const std::string_view value = trim(std::string_view(line).substr(colon + 1));
-    if (name == "content-length") {
+    if (text::equals_ignore_case(name, "content-length")) {
       uint64_t n = 0;
       if (!parse_u64(value, &n) || n > kMaxBodyBytes) {
         return failure("bad Content-Length '" + cut(value, 40) + "'");
       }
       length = static_cast<size_t>(n);
-    } else if (name == "connection") {
-      const std::string v = lower(value);
+    } else if (text::equals_ignore_case(name, "connection")) {
+      const std::string v = text::ascii_lower(value);
       close = v.find("close") != std::string::npos ||
               (close && v.find("keep-alive") == std::string::npos);
-    } else if (name == "transfer-encoding") {
+    } else if (text::equals_ignore_case(name, "transfer-encoding")) {
       return failure("a Transfer-Encoding answer (idforge sends Content-Length)");
     }
   }

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/text.h"
+
 namespace idforge::client {
 namespace {
 
@@ -108,27 +110,25 @@ class Reader {
     }
   }
 
-  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
   bool number(std::string* out) {
     const size_t start = pos_;
     if (pos_ < text_.size() && text_[pos_] == '-') ++pos_;
-    if (pos_ >= text_.size() || !is_digit(text_[pos_])) return false;
+    if (pos_ >= text_.size() || !text::is_digit(text_[pos_])) return false;
     if (text_[pos_] == '0') {
       ++pos_;
     } else {
-      while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
+      while (pos_ < text_.size() && text::is_digit(text_[pos_])) ++pos_;
     }
     if (pos_ < text_.size() && text_[pos_] == '.') {
       ++pos_;
-      if (pos_ >= text_.size() || !is_digit(text_[pos_])) return false;
-      while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
+      if (pos_ >= text_.size() || !text::is_digit(text_[pos_])) return false;
+      while (pos_ < text_.size() && text::is_digit(text_[pos_])) ++pos_;
     }
     if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
       ++pos_;
       if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
-      if (pos_ >= text_.size() || !is_digit(text_[pos_])) return false;
-      while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
+      if (pos_ >= text_.size() || !text::is_digit(text_[pos_])) return false;
+      while (pos_ < text_.size() && text::is_digit(text_[pos_])) ++pos_;
     }
     out->assign(text_.substr(start, pos_ - start));
     return true;

@@ -5,16 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/now_ms.h"
+
 namespace idforge::log {
-namespace {
-
-int64_t steady_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 RepeatLimiter::RepeatLimiter(int64_t window_ms, NowMs now)
     : window_ms_(window_ms > 0 ? window_ms : kDefaultWindowMs),
@@ -54,9 +47,11 @@ bool RepeatLimiter::fail(Level level, std::string_view event, std::span<const Fi
 }
 
 bool RepeatLimiter::recover(Level level, std::string_view event, std::span<const Field> fields) {
-  const int64_t now = now_();
   MutexLock lock(mu_);
+  // Called after every success (an accept, a fetch, a probe): no clock read unless a
+  // run is under way.
   if (!failing_) return false;
+  const int64_t now = now_();
   write_count_locked(now);
   std::vector<Field> all(fields.begin(), fields.end());
   all.push_back(Field{"failures", total_});
@@ -68,9 +63,9 @@ bool RepeatLimiter::recover(Level level, std::string_view event, std::span<const
 }
 
 void RepeatLimiter::flush() {
-  const int64_t now = now_();
   MutexLock lock(mu_);
   if (!failing_) return;
+  const int64_t now = now_();
   write_count_locked(now);
   failing_ = false;
   total_ = 0;

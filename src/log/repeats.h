@@ -15,8 +15,9 @@
 //   down.fail(log::Level::kWarn, "store.down", {{"store", name}, {"error", why}});
 //   down.recover(log::Level::kInfo, "store.up", {{"store", name}});
 //
-// The clock is injectable for tests. Thread-safe; lines are written under the
-// limiter's lock (a leaf: the log's own lock is the only one taken under it).
+// The clock is injectable for tests (it may be read under the limiter's lock, so it must
+// take none). Thread-safe; lines are written under the limiter's lock (a leaf: the log's own
+// lock is the only one taken under it).
 #pragma once
 
 #include <cstdint>

@@ -6,11 +6,14 @@
 // The runtime (net_server.cc) gives every session the server's AccessLog when N > 0; a
 // session asks sample() once per request and writes the ones it is told to. Counting is
 // per thread (no shared counter to bounce between the event loops), so "one in N" holds
-// per event loop. Thread-safe.
+// per event loop; while the log's level is above info, nothing is sampled, so a session
+// copies and times nothing for lines that would not be written. Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include "log/log.h"
 
 namespace idforge::server {
 
@@ -21,7 +24,7 @@ class AccessLog {
   // Whether the request now being handled is one to write.
   bool sample() const {
     thread_local uint64_t seen = 0;
-    return one_in_ != 0 && seen++ % one_in_ == 0;
+    return one_in_ != 0 && log::enabled(log::Level::kInfo) && seen++ % one_in_ == 0;
   }
   void write_http(std::string_view method, std::string_view path, int status, double seconds) const;
   void write_resp(std::string_view command, int status, double seconds) const;

@@ -52,6 +52,26 @@ Answer refuse(std::string& out, std::string_view why) {
   return {400};
 }
 
+// The commands RespSession::refused answers (their kCommands entries name it).
+struct Refusal {
+  std::string_view command;  // lower case, as in kCommands
+  std::string_view why;
+};
+constexpr Refusal kRefusals[] = {
+    {"decr",
+     "ERR IDs never go down: DECR is not served; INCR tag or ID.NEXT tag count takes the next "
+     "IDs"},
+    {"decrby",
+     "ERR IDs never go down: DECRBY is not served; INCRBY tag n or ID.NEXT tag n takes the next "
+     "IDs"},
+    {"incrbyfloat",
+     "ERR IDs are whole numbers: INCRBYFLOAT is not served; INCRBY tag n takes n IDs"},
+    {"get", "ERR IDs are not stored values: GET is not served; INCR tag takes the next ID"},
+    {"set",
+     "ERR IDs are not stored values: SET is not served; a tag's first ID is set by 'idforge tag "
+     "create NAME --start N'"},
+};
+
 }  // namespace
 
 Answer RespSession::incr(Args args, std::string& out) {
@@ -81,34 +101,11 @@ Answer RespSession::id_next(Args args, std::string& out) {
   return segment_ids(args[1], *count, args.size() > 2 ? IdsForm::kArray : IdsForm::kOne, out);
 }
 
-Answer RespSession::decr(Args, std::string& out) {
-  return refuse(out,
-                "ERR IDs never go down: DECR is not served; INCR tag or ID.NEXT tag count "
-                "takes the next IDs");
-}
-
-Answer RespSession::decrby(Args, std::string& out) {
-  return refuse(out,
-                "ERR IDs never go down: DECRBY is not served; INCRBY tag n or ID.NEXT tag n "
-                "takes the next IDs");
-}
-
-Answer RespSession::incrbyfloat(Args, std::string& out) {
-  return refuse(out,
-                "ERR IDs are whole numbers: INCRBYFLOAT is not served; INCRBY tag n takes "
-                "n IDs");
-}
-
-Answer RespSession::get(Args, std::string& out) {
-  return refuse(out,
-                "ERR IDs are not stored values: GET is not served; INCR tag takes the next "
-                "ID");
-}
-
-Answer RespSession::set(Args, std::string& out) {
-  return refuse(out,
-                "ERR IDs are not stored values: SET is not served; a tag's first ID is set "
-                "by 'idforge tag create NAME --start N'");
+Answer RespSession::refused(Args args, std::string& out) {
+  for (const Refusal& r : kRefusals) {
+    if (text::equals_ignore_case(args[0], r.command)) return refuse(out, r.why);
+  }
+  return refuse(out, "ERR this command is not served");  // kCommands names no other
 }
 
 Answer RespSession::segment_ids(std::string_view tag, uint64_t count, IdsForm form,

@@ -74,11 +74,11 @@ constexpr CommandSpec kCommands[] = {
     {"select", 2, 2, Route::kRespOther, &RespSession::select},
     {"quit", 1, kAny, Route::kRespOther, &RespSession::quit, 0, true},
     // Refused with the reason (resp_increment.cc): IDs never go down and are not values.
-    {"decr", 2, 2, Route::kSegment, &RespSession::decr},
-    {"decrby", 3, 3, Route::kSegment, &RespSession::decrby},
-    {"incrbyfloat", 3, 3, Route::kSegment, &RespSession::incrbyfloat},
-    {"get", 2, 2, Route::kRespOther, &RespSession::get},
-    {"set", 3, kAny, Route::kRespOther, &RespSession::set},
+    {"decr", 2, 2, Route::kSegment, &RespSession::refused},
+    {"decrby", 3, 3, Route::kSegment, &RespSession::refused},
+    {"incrbyfloat", 3, 3, Route::kSegment, &RespSession::refused},
+    {"get", 2, 2, Route::kRespOther, &RespSession::refused},
+    {"set", 3, kAny, Route::kRespOther, &RespSession::refused},
 };
 
 const CommandSpec* find_command(std::string_view name) {

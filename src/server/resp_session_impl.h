@@ -105,11 +105,8 @@ class RespSession final : public Session {
   Answer incr(Args args, std::string& out);
   Answer incrby(Args args, std::string& out);
   Answer id_next(Args args, std::string& out);
-  Answer decr(Args args, std::string& out);
-  Answer decrby(Args args, std::string& out);
-  Answer incrbyfloat(Args args, std::string& out);
-  Answer get(Args args, std::string& out);
-  Answer set(Args args, std::string& out);
+  // DECR, DECRBY, INCRBYFLOAT, GET, SET: refused with the reason and what to use.
+  Answer refused(Args args, std::string& out);
   // resp_transaction.cc
   Answer multi(Args args, std::string& out);
   Answer exec(Args args, std::string& out);

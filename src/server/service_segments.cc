@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/now_ms.h"
 #include "log/log.h"
 #include "store/store_options.h"
 
@@ -16,11 +17,6 @@ using Steady = std::chrono::steady_clock;
 // A name no tag can have: probing it costs the store one indexed lookup and answers
 // NotFound when the store is up.
 constexpr std::string_view kProbeTag = "idforge.probe";
-
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch())
-      .count();
-}
 
 // NotFound, InvalidArgument and AlreadyExists are answers: the store is up.
 bool store_answered(const Status& status) {
@@ -34,22 +30,21 @@ bool store_answered(const Status& status) {
 // failures are logged once per run and window.
 class TimedSource final : public RangeSource {
  public:
-  TimedSource(RangeSource* inner, std::string tag, int64_t slow_ms)
-      : inner_(inner), tag_(std::move(tag)), slow_ms_(slow_ms) {}
+  TimedSource(RangeSource* inner, int64_t slow_ms) : inner_(inner), slow_ms_(slow_ms) {}
 
   Result<Segment> allocate(std::string_view tag, uint64_t step) override {
-    const int64_t start = steady_ms();
+    const int64_t start = steady_now_ms();
     Result<Segment> got = inner_->allocate(tag, step);
-    const int64_t took = steady_ms() - start;
+    const int64_t took = steady_now_ms() - start;
     if (!got.ok()) {
       failures_.fail(log::Level::kWarn, "segment.fetch_failed",
-                     {{"tag", tag_}, {"took_ms", took}, {"error", got.status().message()}});
+                     {{"tag", tag}, {"took_ms", took}, {"error", got.status().message()}});
       return got;
     }
-    failures_.recover(log::Level::kInfo, "segment.fetch_recovered", {{"tag", tag_}});
+    failures_.recover(log::Level::kInfo, "segment.fetch_recovered", {{"tag", tag}});
     const bool slow = took >= slow_ms_;
     log::write(slow ? log::Level::kInfo : log::Level::kDebug, "segment.fetched",
-               {{"tag", tag_},
+               {{"tag", tag},
                 {"first", got->first},
                 {"count", got->count},
                 {"took_ms", took},
@@ -59,7 +54,6 @@ class TimedSource final : public RangeSource {
 
  private:
   RangeSource* const inner_;
-  const std::string tag_;
   const int64_t slow_ms_;
   log::RepeatLimiter failures_;
 };
@@ -106,10 +100,10 @@ void SegmentPart::stop() {
 void SegmentPart::probe_store(size_t index) {
   StoreHealth& h = *health_[index];
   const store::OpenedStore& o = stores_[index];
-  const int64_t started = steady_ms();
+  const int64_t started = steady_now_ms();
   h.probing_since_ms.store(started, std::memory_order_release);
   Status answer = o.store ? o.store->get_tag(kProbeTag).status() : o.error;
-  const int64_t took = steady_ms() - started;
+  const int64_t took = steady_now_ms() - started;
   // A store that answers is also asked which history it is (the failover guard moves
   // every tag forward when it changed) and whether it is still safe to take ranges from.
   if (store_answered(answer) && o.guard) {
@@ -166,7 +160,7 @@ void SegmentPart::note_store(size_t index, const Status& status) {
     MutexLock lock(h.mu);
     h.up.store(up, std::memory_order_release);
     h.error = up ? "" : store::from_store(status, stores_[index], stores_.size()).message();
-    h.probed_at_ms = steady_ms();
+    h.probed_at_ms = steady_now_ms();
     error = h.error;
   }
   // Once per change of state, repeats counted (log/repeats.h); outside h.mu.
@@ -208,7 +202,7 @@ bool SegmentPart::store_up(size_t index, int64_t now_ms, std::string* why) const
 
 std::vector<StoreStatus> SegmentPart::stores() const {
   std::vector<StoreStatus> out;
-  const int64_t now = steady_ms();
+  const int64_t now = steady_now_ms();
   for (size_t i = 0; i < stores_.size(); ++i) {
     const StoreHealth& h = *health_[i];
     StoreStatus s;
@@ -232,7 +226,7 @@ std::vector<store::ServedMarks::Mark> SegmentPart::served() const {
 
 PartReadiness SegmentPart::readiness() const {
   if (stores_.empty()) return PartReadiness{false, "no segment store configured"};
-  const int64_t now = steady_ms();
+  const int64_t now = steady_now_ms();
   std::string down;
   for (size_t i = 0; i < stores_.size(); ++i) {
     if (!down.empty()) down += "; ";
@@ -266,7 +260,7 @@ Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::
   options.min_step = entry->source.step;
   options.max_step = std::max(entry->source.step, options_.max_step);
   options.wait_ms = options_.wait_ms;
-  entry->timed = std::make_unique<TimedSource>(entry->source.source, name, options_.slow_ms);
+  entry->timed = std::make_unique<TimedSource>(entry->source.source, options_.slow_ms);
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
                            SegmentBuffer::create(entry->timed.get(), options));
   entry->buffer = std::move(buffer);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "core/now_ms.h"
 #include "core/snowflake_impl.h"
 
 namespace idforge::server {
@@ -21,23 +22,12 @@ constexpr auto kReacquireBackoff = std::chrono::seconds(1);
 // The generator's default reserve, for a part that has no lease yet.
 const int64_t kDefaultReserveMs = SnowflakeOptions{}.reserve_ms;
 
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now().time_since_epoch())
-      .count();
-}
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // How far the stored mark is ahead of what the generator needs next (the clock, or the
 // last issued tick when that is later). Large when there is no store (nothing to run out).
 int64_t reserved_ahead_ms(const SnowflakeGenerator& gen) {
   const int64_t reserved = gen.reserved_until_ms();
   if (reserved == 0) return INT64_MAX / 2;  // no store: no reservation to run out
-  return reserved - std::max(now_unix_ms(), gen.last_unix_ms());
+  return reserved - std::max(unix_now_ms(), gen.last_unix_ms());
 }
 
 }  // namespace
@@ -128,11 +118,11 @@ void SnowflakePart::tend(Steady::time_point& next_reacquire) {
     // May wait on the coordinator (up to the keeper's fence deadline); readiness()
     // watches how long through renewing_since_ms_.
     const uint64_t stores_before = gen->counters().high_water_stores;
-    const int64_t started = steady_ms();
+    const int64_t started = steady_now_ms();
     renewing_since_ms_.store(started, std::memory_order_release);
     Status renewed = gen->renew_reservation();
     renewing_since_ms_.store(0, std::memory_order_release);
-    events_.renewal(*gen, renewed, steady_ms() - started, stores_before);
+    events_.renewal(*gen, renewed, steady_now_ms() - started, stores_before);
     MutexLock lock(lease_mu_);
     renew_error_ = renewed.ok() ? "" : renewed.message();
   }
@@ -258,7 +248,8 @@ PartReadiness SnowflakePart::readiness() const {
     std::string cause = renew_error;
     const int64_t since = renewing_since_ms_.load(std::memory_order_acquire);
     if (cause.empty() && since != 0) {
-      cause = fmt::format("renewing it has waited {} ms on the coordinator", steady_ms() - since);
+      cause =
+          fmt::format("renewing it has waited {} ms on the coordinator", steady_now_ms() - since);
     }
     if (cause.empty()) cause = "not renewed yet";
     return no(ahead < 0

@@ -3,22 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/now_ms.h"
 #include "log/log.h"
 
 namespace idforge::server {
 namespace {
-
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string iso_time(int64_t unix_ms) {
   return log::format_time(
@@ -57,7 +46,7 @@ SnowflakeEvents::SnowflakeEvents(const ServiceConfig& config)
 void SnowflakeEvents::started(const SnowflakeGenerator& gen) {
   seen_ = gen.counters();
   counters_read_ = true;
-  check_layout(unix_ms());
+  check_layout(unix_now_ms());
 }
 
 void SnowflakeEvents::check_layout(int64_t now_unix_ms) {
@@ -87,7 +76,7 @@ void SnowflakeEvents::observe(const SnowflakeGenerator& gen, bool held) {
   if (c.rollbacks > seen_.rollbacks) {
     if (!behind_) {
       behind_ = true;
-      behind_since_ms_ = steady_ms();
+      behind_since_ms_ = steady_now_ms();
       behind_steps_ = 0;
       behind_start_ = seen_;
       log::warn("clock.set_back", {{"policy", policy},
@@ -102,7 +91,7 @@ void SnowflakeEvents::observe(const SnowflakeGenerator& gen, bool held) {
     log::info("clock.caught_up",
               {{"policy", policy},
                {"steps", behind_steps_},
-               {"took_ms", steady_ms() - behind_since_ms_},
+               {"took_ms", steady_now_ms() - behind_since_ms_},
                {"failed_requests", c.failures - behind_start_.failures},
                {"waited_ms", c.waited_ms - behind_start_.waited_ms},
                {"borrowed_ms", c.borrowed_ms - behind_start_.borrowed_ms},
@@ -132,7 +121,7 @@ void SnowflakeEvents::observe(const SnowflakeGenerator& gen, bool held) {
   // IDs that reached the stored mark before a write landed wait for it, then fail. Not
   // judged during a jump: the wall clock is then ahead of the time IDs carry.
   const int64_t reserved = gen.reserved_until_ms();
-  const int64_t now = unix_ms();
+  const int64_t now = unix_now_ms();
   if (held && reserved != 0 && jump_ms == 0) {
     const int64_t ahead = reserved - std::max(now, gen.last_unix_ms());
     if (ahead < 0) {

@@ -186,8 +186,6 @@ void ServerProc::terminate() {
   kill9();
 }
 
-std::string ServerProc::stderr_text() const { return slurp(err_path_); }
-
 std::unique_ptr<Cluster> Cluster::start(const std::string& bin,
                                         const std::vector<std::string>& tags, std::string* error) {
   std::unique_ptr<Cluster> cluster(new Cluster());

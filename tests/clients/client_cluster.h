@@ -38,8 +38,6 @@ class ServerProc {
 
   std::string http() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
   std::string resp() const { return "redis://127.0.0.1:" + std::to_string(resp_port_); }
-  uint16_t http_port() const { return http_port_; }
-  std::string stderr_text() const;
 
  private:
   std::string bin_;

@@ -29,6 +29,7 @@ using ::testing::StartsWith;
 using Next = Session::Next;
 
 using resp_test::drive;
+using resp_test::drive_byte_by_byte;
 using resp_test::Driven;
 using resp_test::pairs_of;
 using resp_test::replies_of;
@@ -316,15 +317,9 @@ TEST_F(RespSessionTest, PipelinedAnswersComeInOrderAlsoByteByByte) {
   // The same bytes one at a time, as the runtime would hand them over, on a fresh
   // session: the same answers, with the next IDs of the tag.
   auto fresh = factory_();
-  Driven slow;
-  std::string pending;
-  for (char c : pipeline) {
-    pending += c;
-    slow = drive(*fresh, pending, std::move(slow));
-    ASSERT_FALSE(slow.closed);
-    pending.erase(0, pending.size() - slow.leftover);
-  }
-  EXPECT_EQ(pending, "");
+  const Driven slow = drive_byte_by_byte(*fresh, pipeline);
+  ASSERT_FALSE(slow.closed);
+  EXPECT_EQ(slow.leftover, 0u);
   std::string want = whole.out;
   for (auto [from, to] : {std::pair<std::string, std::string>{"1001", "1005"},
                           {"1002", "1006"},

@@ -146,6 +146,21 @@ inline Driven drive(Session& session, std::string in, Driven run = {}) {
   return run;
 }
 
+// Feeds `in` one byte at a time, as the runtime may hand it over, keeping what each
+// step leaves unread for the next; the connection must stay open throughout.
+inline Driven drive_byte_by_byte(Session& session, std::string_view in) {
+  Driven run;
+  std::string pending;
+  for (char c : in) {
+    pending += c;
+    run = drive(session, pending, std::move(run));
+    EXPECT_FALSE(run.closed);
+    if (run.closed) break;
+    pending.erase(0, pending.size() - run.leftover);
+  }
+  return run;
+}
+
 class RespSessionFixture : public ::testing::Test {
  protected:
   // A suite's changes to the service's configuration (more stores, a lower max_count).

@@ -16,7 +16,7 @@
 namespace idforge::server {
 namespace {
 
-using resp_test::drive;
+using resp_test::drive_byte_by_byte;
 using resp_test::Driven;
 using resp_test::pairs_of;
 using resp_test::replies_of;
@@ -191,15 +191,9 @@ TEST_F(RespTransactionTest, PipelinedTransactionsByteByByteGiveTheSameAnswers) {
       "*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$4\r\ntiny\r\n*3\r\n$6\r\nINCRBY\r\n$4\r\ntiny\r\n"
       "$1\r\n4\r\n*1\r\n$4\r\nEXEC\r\nPING\r\n";
   auto fresh = factory_();
-  Driven slow;
-  std::string pending;
-  for (char c : pipeline) {
-    pending += c;
-    slow = drive(*fresh, pending, std::move(slow));
-    ASSERT_FALSE(slow.closed);
-    pending.erase(0, pending.size() - slow.leftover);
-  }
-  EXPECT_EQ(pending, "");
+  const Driven slow = drive_byte_by_byte(*fresh, pipeline);
+  ASSERT_FALSE(slow.closed);
+  EXPECT_EQ(slow.leftover, 0u);
   EXPECT_EQ(slow.out,
             "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1001\r\n:1003\r\n"
             "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:5\r\n+PONG\r\n");
