@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/layout_text.h"
 #include "core/parse_u64.h"
 #include "core/text.h"
 #include "idforge/time_format.h"
@@ -126,19 +127,7 @@ Result<Layout> resolve_layout(const LayoutFlags& flags) {
     tick_ms = static_cast<int64_t>(tick);
   }
 
-  std::string_view spec = flags.layout.empty() ? std::string_view("twitter") : flags.layout;
-  // A word without ':' can only be a preset; say which exist rather than how a
-  // custom spec failed to parse.
-  if (spec.find(':') == std::string_view::npos && !Layout::preset(spec).ok()) {
-    return Status::InvalidArgument(fmt::format("unknown layout '{}' (presets: {})", spec,
-                                               fmt::join(Layout::preset_names(), ", ")));
-  }
-  Result<Layout> layout = Layout::parse(spec, epoch_ms, tick_ms);
-  if (!layout.ok()) {
-    return Status(layout.status().code(),
-                  fmt::format("invalid layout '{}': {}", spec, layout.status().message()));
-  }
-  return layout;
+  return resolve_layout_spec(flags.layout, epoch_ms, tick_ms);
 }
 
 std::string describe_fields(const Layout& layout) {

@@ -8,32 +8,17 @@
 #include <vector>
 
 #include "core/bit_diagram.h"
+#include "core/layout_text.h"
 #include "idforge/time_format.h"
 
 namespace idforge::cli {
-namespace {
-
-// A custom layout may name a field like one of our own keys; the field then gets a
-// prefix rather than silently replacing the id or the time.
-std::string field_key(const std::string& name) {
-  for (std::string_view reserved : {"id", "layout", "unix_ms", "time"}) {
-    if (name == reserved) return "field_" + name;
-  }
-  return name;
-}
-
-}  // namespace
-
 nlohmann::ordered_json decoded_json(const Layout& layout, const DecodedId& decoded) {
   nlohmann::ordered_json out;
   out["id"] = std::to_string(decoded.id);
   out["layout"] = layout.name();
   out["unix_ms"] = decoded.unix_ms;
   out["time"] = format_iso8601_utc(decoded.unix_ms);
-  for (const FieldValue& field : decoded.fields) {
-    if (field.role == FieldRole::kTime) continue;
-    out[field_key(field.name)] = field.value;
-  }
+  for (const auto& [key, value] : decoded_field_values(decoded)) out[key] = value;
   return out;
 }
 

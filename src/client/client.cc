@@ -1,6 +1,5 @@
 // Client::open (the options checked), Client::parse and ParsedId: decoding without a server,
-// the same rules and output as `idforge parse --json` (src/cli/cmd_parse.cc,
-// src/cli/common.cc resolve_layout, src/cli/decoded_output.cc).
+// with the layout names and field keys of `idforge parse --json` (core/layout_text.h).
 #include "idforge/client.h"
 
 #include <fcntl.h>
@@ -11,6 +10,8 @@
 #include <utility>
 
 #include "client/client_impl.h"
+#include "core/json_string.h"
+#include "core/layout_text.h"
 #include "core/text.h"
 #include "idforge/layout.h"
 #include "idforge/time_format.h"
@@ -19,34 +20,6 @@ namespace idforge {
 namespace {
 
 constexpr int64_t kMaxTickMs = 86'400'000;  // a day, as `idforge parse --tick-ms`
-
-// A custom layout may name a field like one of the fixed keys; the field then gets a
-// prefix rather than replacing the id or the time.
-std::string field_key(const std::string& name) {
-  for (std::string_view reserved : {"id", "layout", "unix_ms", "time"}) {
-    if (name == reserved) return "field_" + name;
-  }
-  return name;
-}
-
-void append_json_string(std::string_view text, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (u < 0x20) {
-      *out += "\\u00";
-      out->push_back(kHex[u >> 4]);
-      out->push_back(kHex[u & 0xF]);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
 
 Status check_option(bool ok, const std::string& what) {
   return ok ? Status::Ok() : Status::InvalidArgument(what);
@@ -113,21 +86,8 @@ Result<ParsedId> Client::parse(uint64_t id, std::string_view layout,
     }
     tick = *tick_ms;
   }
-  const std::string_view spec = layout.empty() ? std::string_view("twitter") : layout;
-  // A word without ':' can only be a preset: say which exist.
-  if (spec.find(':') == std::string_view::npos && !Layout::preset(spec).ok()) {
-    std::string presets;
-    for (const std::string& name : Layout::preset_names()) {
-      presets += (presets.empty() ? "" : ", ") + name;
-    }
-    return Status::InvalidArgument("unknown layout '" + std::string(spec) +
-                                   "' (presets: " + presets + ")");
-  }
-  Result<Layout> resolved = Layout::parse(spec, epoch, tick);
-  if (!resolved.ok()) {
-    return Status::InvalidArgument("invalid layout '" + std::string(spec) +
-                                   "': " + resolved.status().message());
-  }
+  Result<Layout> resolved = resolve_layout_spec(layout, epoch, tick);
+  if (!resolved.ok()) return Status::InvalidArgument(resolved.status().message());
   const int bits = resolved->total_bits();
   if (bits < 64 && (id >> bits) != 0) {
     return Status::InvalidArgument("ID " + std::to_string(id) + " does not fit layout '" +
@@ -143,18 +103,7 @@ Result<ParsedId> Client::parse(uint64_t id, std::string_view layout,
   out.layout = resolved->name();
   out.unix_ms = decoded->unix_ms;
   out.time = format_iso8601_utc(decoded->unix_ms);
-  for (const FieldValue& field : decoded->fields) {
-    if (field.role == FieldRole::kTime) continue;
-    std::string key = field_key(field.name);
-    // As a JSON object: a key seen before keeps its place and takes the later value.
-    auto same = std::find_if(out.fields.begin(), out.fields.end(),
-                             [&](const auto& kv) { return kv.first == key; });
-    if (same != out.fields.end()) {
-      same->second = field.value;
-    } else {
-      out.fields.emplace_back(std::move(key), field.value);
-    }
-  }
+  out.fields = decoded_field_values(*decoded);
   return out;
 }
 
@@ -167,12 +116,12 @@ uint64_t ParsedId::get(std::string_view key) const {
 
 std::string ParsedId::to_json() const {
   std::string out = "{\"id\":\"" + std::to_string(id) + "\",\"layout\":";
-  append_json_string(layout, &out);
+  text::append_json_string(out, layout);
   out += ",\"unix_ms\":" + std::to_string(unix_ms) + ",\"time\":";
-  append_json_string(time, &out);
+  text::append_json_string(out, time);
   for (const auto& [key, value] : fields) {
     out.push_back(',');
-    append_json_string(key, &out);
+    text::append_json_string(out, key);
     out += ":" + std::to_string(value);
   }
   out.push_back('}');

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <memory>
 
+#include "core/json_string.h"
 #include "core/thread_annotations.h"
 
 namespace idforge::log {
@@ -57,54 +58,22 @@ spdlog::logger& stderr_logger() {
   return *logger;
 }
 
-// The length of the UTF-8 sequence starting at `s[i]`, or 0 when it is not a valid one
-// (overlong forms, surrogates and code points past U+10FFFF included).
-size_t utf8_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  return n;
-}
-
 // Whether a text value must be quoted in the text format.
 bool needs_quotes(std::string_view s) {
   if (s.empty()) return true;
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c <= 0x20 || c == 0x7F || c == '"' || c == '=' || c == '\\') return true;
-    const size_t n = utf8_length(s, i);
+    const size_t n = text::utf8_sequence(s.substr(i));
     if (n == 0) return true;
     i += n;
   }
   return false;
 }
 
-// Appends `s` escaped: JSON's rules, or the text format's (the same, but \xNN for a byte
-// that is not UTF-8, where JSON gets U+FFFD).
-void append_escaped(std::string& out, std::string_view s, bool json) {
+// Appends `s` escaped for the text format: JSON's rules (text::append_json_string), but
+// \xNN for a byte that is not UTF-8, where JSON gets U+FFFD.
+void append_escaped(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
@@ -136,25 +105,15 @@ void append_escaped(std::string& out, std::string_view s, bool json) {
       ++i;
       continue;
     }
-    const size_t n = utf8_length(s, i);
+    const size_t n = text::utf8_sequence(s.substr(i));
     if (n == 0) {
-      if (json) {
-        out += "\\ufffd";
-      } else {
-        fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
-      }
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
       ++i;
       continue;
     }
     out.append(s.substr(i, n));
     i += n;
   }
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  append_escaped(out, s, /*json=*/true);
-  out += '"';
 }
 
 void append_number(std::string& out, const Value& v, bool json) {
@@ -257,17 +216,17 @@ std::string format_line(Format format, std::chrono::system_clock::time_point whe
   const std::string ts = format_time(when);
   if (format == Format::kJson) {
     out += "{\"ts\":";
-    append_json_string(out, ts);
+    text::append_json_string(out, ts);
     out += ",\"level\":";
-    append_json_string(out, level_name(level));
+    text::append_json_string(out, level_name(level));
     out += ",\"event\":";
-    append_json_string(out, event);
+    text::append_json_string(out, event);
     for (const Field& f : fields) {
       out += ',';
-      append_json_string(out, f.key);
+      text::append_json_string(out, f.key);
       out += ':';
       if (f.value.kind() == Value::Kind::kText) {
-        append_json_string(out, f.value.text());
+        text::append_json_string(out, f.value.text());
       } else {
         append_number(out, f.value, /*json=*/true);
       }
@@ -279,16 +238,16 @@ std::string format_line(Format format, std::chrono::system_clock::time_point whe
   out += ' ';
   out += level_name(level);
   out += ' ';
-  append_escaped(out, event, /*json=*/false);
+  append_escaped(out, event);
   for (const Field& f : fields) {
     out += ' ';
-    append_escaped(out, f.key, /*json=*/false);
+    append_escaped(out, f.key);
     out += '=';
     if (f.value.kind() != Value::Kind::kText) {
       append_number(out, f.value, /*json=*/false);
     } else if (needs_quotes(f.value.text())) {
       out += '"';
-      append_escaped(out, f.value.text(), /*json=*/false);
+      append_escaped(out, f.value.text());
       out += '"';
     } else {
       out += f.value.text();

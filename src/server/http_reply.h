@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/json_string.h"
 #include "idforge/status.h"
 
 namespace idforge::server {
@@ -40,8 +41,7 @@ void write_error(std::string& out, const ReplyMode& mode, int status, std::strin
 // The same for a non-ok Status; returns the HTTP status it used.
 int write_status_error(std::string& out, const ReplyMode& mode, const Status& status);
 
-// Appends `text` as a JSON string literal (quotes included). Control characters are
-// escaped and invalid UTF-8 becomes U+FFFD, so the result is always valid JSON.
-void append_json_string(std::string& out, std::string_view text);
+// JSON string literals for the JSON replies (core/json_string.h).
+using text::append_json_string;
 
 }  // namespace idforge::server
