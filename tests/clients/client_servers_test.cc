@@ -314,7 +314,7 @@ TEST_F(ClientServersTest, ThreadsShareOneClientAndTheBufferStaysBounded) {
   EXPECT_LE(most.load(), kBatch + kBelow);
 }
 
-TEST_F(ClientServersTest, BusyThreadsDoNotStarveAWaitingOne) {
+TEST_F(ClientServersTest, EightThreadsOnSmallBatchesGetDistinctIdsWithoutAnError) {
   // More callers than a batch feeds: each refill hands its IDs to the callers waiting for
   // it first; otherwise a waiting caller can see every refill emptied by running threads
   // and give up after timeout_ms x servers. Not a control: without the hand-off this run

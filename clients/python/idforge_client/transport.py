@@ -242,6 +242,10 @@ class Server:
                     continue
                 raise ServerFailure(_reason(e, timeout_ms)) from None
             self._give_back(conn)
+            if len(ids) != count:
+                # docs/clients.md: any answer other than the IDs asked for is a failure,
+                # as in the C++ and JavaScript clients.
+                raise ServerFailure(f"answered {len(ids)} IDs, asked for {count}")
             return ids
 
     def _http(self, conn: _Conn, kind: str, tag: Optional[str], count: int,

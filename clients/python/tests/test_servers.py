@@ -338,6 +338,8 @@ class ServersTest(unittest.TestCase):
                           '"message":"boom"}}'), "HTTP 500 internal"),
             ("http", http("401 Unauthorized", "proxy says no"), "HTTP 401"),
             ("http", http("200 OK", '{"ids":[]}'), "malformed"),
+            ("http", http("200 OK", '{"kind":"snowflake","ids":["1","2"]}'),
+             "answered 2 IDs, asked for 1"),
             ("http", b"SSH-2.0-OpenSSH\r\n", "not an HTTP answer"),
             ("redis", b"-ERR lease_lost: the worker lease is gone\r\n", "lease_lost"),
             ("redis", b"-ERR io_error: disk\r\n", "io_error"),
