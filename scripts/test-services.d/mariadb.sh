@@ -66,6 +66,9 @@ mariadb_config() {
     echo "innodb_buffer_pool_size = 32M"
     echo "innodb_log_file_size = 16M"
     echo "performance_schema = OFF"
+    # InnoDB's own I/O threads, not io_uring or libaio: those take locked memory and
+    # kernel queues that servers started at once (parallel tests) can run out of.
+    echo "innodb_use_native_aio = 0"
     # Debian's own server config says the same; without it the default is latin1.
     echo "character-set-server = utf8mb4"
     echo "collation-server = utf8mb4_general_ci"
@@ -128,8 +131,11 @@ mariadb_init() {
   "$(mariadb_prog mariadb-install-db mysql_install_db)" --defaults-file="$dir/my.cnf" \
     --datadir="$dir/data" --auth-root-authentication-method=socket \
     --auth-root-socket-user="$(mariadb_admin_user)" --skip-test-db --skip-name-resolve \
-    --debug-no-sync </dev/null >"$dir/install-db.log" 2>&1 ||
+    --debug-no-sync </dev/null >"$dir/install-db.log" 2>&1 || {
+    # The logs go to stderr too: on a CI machine the directory is gone afterwards.
+    tail -n 20 "$dir/install-db.log" "$dir/mariadb.log" >&2 2>/dev/null
     die "mariadb-install-db failed; see $dir/install-db.log and $dir/mariadb.log"
+  }
 }
 
 mariadb_start_once() {
