@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-stores fuzz torture screenshot format clean
+.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-security bench-stores fuzz torture screenshot format clean
 
 all: build
 
@@ -78,6 +78,11 @@ bench-load: build
 # Segment IDs through the server on PostgreSQL and MariaDB (docs/benchmarks.md).
 bench-stores: build
 	@bench/load/stores.sh --idforge build/idforge
+
+# TLS against plain TCP, tokens, and small requests' p99 beside maximum batches
+# (docs/benchmarks.md, "Security").
+bench-security: build
+	@bench/load/security.sh --idforge build/idforge
 
 # libFuzzer targets (clang), each for SECONDS (docs/reliability.md, "Fuzzing").
 fuzz: deps

@@ -97,7 +97,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # postinst creates the user with systemd-sysusers, as tomcat10 does in Debian 12.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd (>= 238) | systemd-sysusers")
+# procps: /bin/kill, which the unit's ExecReload sends SIGHUP with.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd (>= 238) | systemd-sysusers, procps")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${IDFORGE_PKG_OUT}/conffiles ${IDFORGE_PKG_SRC}/postinst ${IDFORGE_PKG_SRC}/prerm
     ${IDFORGE_PKG_SRC}/postrm)

@@ -169,11 +169,27 @@
     return new PageError('error.code.other', {params: {code}, detail: message, code});
   }
 
+  // A server with a tokens file (docs/operations.md, "Security") needs one on every API
+  // request: open the page as /#token=SECRET. The token is kept for this tab only
+  // (sessionStorage) and taken out of the address bar, so it is not bookmarked or shared.
+  const kTokenKey = 'idforge.token';
+  function pageToken() {
+    const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+    if (match) {
+      sessionStorage.setItem(kTokenKey, decodeURIComponent(match[1]));
+      history.replaceState(null, '', location.pathname + location.search);
+    }
+    return sessionStorage.getItem(kTokenKey);
+  }
+  const token = pageToken();
+
   // GETs a JSON route; an error answer becomes a PageError carrying the server's message.
   async function api(path) {
     let response;
+    const headers = {Accept: 'application/json'};
+    if (token) headers.Authorization = `Bearer ${token}`;
     try {
-      response = await fetch(path, {headers: {Accept: 'application/json'}, cache: 'no-store'});
+      response = await fetch(path, {headers, cache: 'no-store'});
     } catch (e) {
       throw new PageError('error.network', {code: 'network'});
     }

@@ -217,6 +217,8 @@ window.idforgeI18n = (() => {
     'error.code.io_error': 'The server could not read or write: {detail}',
     'error.code.internal': 'Internal server error: {detail}',
     'error.code.unauthorized': 'Not authorized: {detail}',
+    'error.code.forbidden': 'This token may not do that: {detail}',
+    'error.code.too_many_requests': 'Too many requests; wait a moment: {detail}',
     'error.code.method_not_allowed': 'Method not allowed: {detail}',
     'error.code.other': 'The server answered with an error ({code}): {detail}',
   };
@@ -388,6 +390,8 @@ window.idforgeI18n = (() => {
     'error.code.io_error': 'Seva imeshindwa kusoma au kuandika: {detail}',
     'error.code.internal': 'Hitilafu ya ndani ya seva: {detail}',
     'error.code.unauthorized': 'Huna ruhusa: {detail}',
+    'error.code.forbidden': 'Tokeni hii hairuhusiwi kufanya hivyo: {detail}',
+    'error.code.too_many_requests': 'Maombi ni mengi mno; subiri kidogo: {detail}',
     'error.code.method_not_allowed': 'Njia hii ya ombi hairuhusiwi: {detail}',
     'error.code.other': 'Seva ilijibu kwa hitilafu ({code}): {detail}',
   };
@@ -557,6 +561,8 @@ window.idforgeI18n = (() => {
     'error.code.io_error': '服务器读写出错：{detail}',
     'error.code.internal': '服务器内部错误：{detail}',
     'error.code.unauthorized': '未授权：{detail}',
+    'error.code.forbidden': '此令牌无权执行该操作：{detail}',
+    'error.code.too_many_requests': '请求过多，请稍后再试：{detail}',
     'error.code.method_not_allowed': '不允许的请求方法：{detail}',
     'error.code.other': '服务器返回错误（{code}）：{detail}',
   };

@@ -24,11 +24,13 @@
 #include "cli/serve_settings.h"
 #include "cli/worker_lease.h"
 #include "log/log.h"
+#include "server/auth.h"
 #include "server/http_session.h"
 #include "server/id_service.h"
 #include "server/net_server.h"
 #include "server/resp_session.h"
 #include "server/systemd_notify.h"
+#include "server/tls_context.h"
 
 namespace idforge::cli {
 namespace {
@@ -48,6 +50,9 @@ struct ServeFlags {
 std::string group_of(std::string_view key) {
   const size_t dot = key.find('.');
   const std::string_view section = dot == std::string_view::npos ? "" : key.substr(0, dot);
+  if (key.starts_with("tls_") || key.starts_with("plain_") || key == "tokens_file") {
+    return "Security";
+  }
   if (section.empty()) return "Server";
   if (section == "snowflake") return "Snowflake IDs";
   if (section == "segment") return "Segment IDs";
@@ -145,20 +150,109 @@ void log_settings(const ServeConfig& config) {
   log::write(log::Level::kInfo, "serve.settings", fields);
 }
 
+// What SIGHUP re-reads (docs/operations.md, "Security"): the certificate and the tokens.
+// Loaded before the service starts, so a bad file fails at once, before a lease is taken.
+struct Security {
+  std::shared_ptr<server::TlsContext> tls;  // null: plain TCP
+  std::shared_ptr<server::Auth> auth;       // null: no tokens
+};
+
+Result<Security> load_security(const ServeConfig& config) {
+  Security security;
+  if (!config.tls_cert.empty()) {
+    Result<std::shared_ptr<server::TlsContext>> tls =
+        server::TlsContext::load({config.tls_cert, config.tls_key, config.tls_client_ca});
+    if (!tls.ok()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {}", setting_subject(config, "tls_cert"), tls.status().message()));
+    }
+    security.tls = std::move(tls).value();
+  }
+  if (!config.tokens_file.empty()) {
+    Result<std::shared_ptr<server::Auth>> auth = server::Auth::load(config.tokens_file);
+    if (!auth.ok()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {}", setting_subject(config, "tokens_file"), auth.status().message()));
+    }
+    security.auth = std::move(auth).value();
+  }
+  return security;
+}
+
+// SIGHUP: each part is re-read on its own; a part that fails keeps what it had.
+void reload_security(const Security& security) {
+  if (!security.tls && !security.auth) {
+    log::info("serve.reload", {{"result", "nothing to re-read: no tls_cert, no tokens_file"}});
+    return;
+  }
+  if (security.tls) {
+    const Status reloaded = security.tls->reload();
+    if (reloaded.ok()) {
+      log::info("tls.reloaded", {{"cert", security.tls->files().cert}});
+    } else {
+      log::error("tls.reload_failed",
+                 {{"error", reloaded.message()}, {"kept", "the certificate loaded before"}});
+    }
+  }
+  if (security.auth) {
+    const Status reloaded = security.auth->reload();
+    if (reloaded.ok()) {
+      log::info("tokens.reloaded", {{"tokens", security.auth->token_count()}});
+    } else {
+      log::error("tokens.reload_failed",
+                 {{"error", reloaded.message()}, {"kept", "the tokens loaded before"}});
+    }
+  }
+}
+
+bool is_loopback(const server::Endpoint& endpoint) {
+  const std::string& host = endpoint.host;
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// One line per listener that others can reach without TLS or without tokens: the
+// defaults listen on loopback, so this is a choice an operator should see made.
+void warn_if_exposed(std::string_view key, const server::Endpoint& endpoint, bool tls,
+                     bool tokens) {
+  if (is_loopback(endpoint) || (tls && tokens)) return;
+  std::string_view risk = !tokens ? "no tokens_file: anyone who reaches it may issue every kind "
+                                    "of ID and read every tag's counts"
+                                  : "no TLS: tokens and IDs cross the network in clear text";
+  log::warn("serve.exposed", {{"listener", key},
+                              {"address", endpoint.to_string()},
+                              {"tls", tls ? "on" : "off"},
+                              {"tokens", tokens ? "on" : "off"},
+                              {"risk", risk}});
+}
+
+// A listener's line on stdout (scripts and tests read them) and its URL.
+std::string listener_url(std::string_view scheme, const server::Endpoint& endpoint,
+                         std::string_view tail) {
+  return fmt::format("{}://{}{}", scheme, endpoint.to_string(), tail);
+}
+
 int serve(const ServeConfig& config) {
-  // Block the stop signals before any thread exists: threads inherit the mask, so the
-  // signals stay pending for sigwait() below instead of interrupting a random thread.
-  // A parent may have left them ignored (a non-interactive shell's background job), and
-  // an ignored signal is discarded before sigwait could see it.
+  // Block the signals before any thread exists: threads inherit the mask, so the signals
+  // stay pending for sigwait() below instead of interrupting a random thread. A parent
+  // may have left them ignored (a non-interactive shell's background job), and an
+  // ignored signal is discarded before sigwait could see it.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  sigset_t signals = stop_signals;
+  sigaddset(&signals, SIGHUP);  // re-read certificate and tokens
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
   // A client that goes away mid-answer must not end the server.
   std::signal(SIGPIPE, SIG_IGN);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  Result<Security> loaded = load_security(config);
+  if (!loaded.ok()) {
+    print_error(loaded.status().message());
+    return kExitUsage;
+  }
+  const Security security = std::move(loaded).value();
 
   // docs/operations.md, "Worker ids": the identity is host:port unless configured, so a restarted
   // server gets its old slot back and two servers on one host keep theirs apart.
@@ -174,33 +268,72 @@ int serve(const ServeConfig& config) {
   if (!started.ok()) return fail(started.status());
   std::unique_ptr<server::IdService> service = std::move(started).value();
 
+  server::HttpOptions http_options;
+  http_options.auth = security.auth;
+  http_options.limits.rate = static_cast<double>(config.connection_rate);
+  http_options.limits.burst = static_cast<uint32_t>(config.connection_burst);
+  server::RespOptions resp_options;
+  resp_options.auth = security.auth;
+  resp_options.limits = http_options.limits;
+  const bool tls = security.tls != nullptr;
+  const bool tokens = security.auth != nullptr;
+
   // Declared after the service, so destroyed before it: sessions call the service.
   server::NetServer net(config.net);
-  Result<server::Endpoint> http =
-      net.listen(config.http, "http", server::make_http_session_factory(*service));
-  if (!http.ok()) return stop_service(*service, listen_failed(config, "http", http.status()));
-  Result<server::Endpoint> resp =
-      net.listen(config.resp, "resp", server::make_resp_session_factory(*service));
-  if (!resp.ok()) return stop_service(*service, listen_failed(config, "resp", resp.status()));
+  struct Listening {
+    std::string_view key;
+    server::Endpoint endpoint;
+    bool tls;
+  };
+  std::vector<Listening> listening;
+  for (std::string_view key : {"http", "resp", "plain_http", "plain_resp"}) {
+    const bool is_http = key.ends_with("http");
+    const bool plain = key.starts_with("plain_");
+    const std::string& address = key == "http"         ? config.http
+                                 : key == "resp"       ? config.resp
+                                 : key == "plain_http" ? config.plain_http
+                                                       : config.plain_resp;
+    if (address.empty()) continue;
+    Result<server::Endpoint> bound =
+        net.listen(address, std::string(key),
+                   is_http ? server::make_http_session_factory(*service, http_options)
+                           : server::make_resp_session_factory(*service, resp_options),
+                   plain ? nullptr : security.tls);
+    if (!bound.ok()) return stop_service(*service, listen_failed(config, key, bound.status()));
+    listening.push_back({key, *bound, tls && !plain});
+  }
   Status running = net.start();
   if (!running.ok()) {
     print_error(running.message());
     return stop_service(*service, kExitFailure);
   }
 
-  // Scripts and tests read these two lines for the bound ports (port 0 picks one).
-  fmt::print("idforge serve: http http://{}/\n", http->to_string());
-  fmt::print("idforge serve: resp redis://{}\n", resp->to_string());
+  // Scripts and tests read these lines for the bound ports (port 0 picks one).
+  std::vector<log::Field> fields;
+  std::vector<std::string> urls;
+  for (const Listening& l : listening) {
+    const bool is_http = l.key.ends_with("http");
+    const std::string url = is_http ? listener_url(l.tls ? "https" : "http", l.endpoint, "/")
+                                    : listener_url(l.tls ? "rediss" : "redis", l.endpoint, "");
+    fmt::print("idforge serve: {} {}\n", l.key, url);
+    urls.push_back(url);
+  }
   std::fflush(stdout);
-  log::info("serve.listening", {{"http", http->to_string()}, {"resp", resp->to_string()}});
+  for (size_t i = 0; i < listening.size(); ++i) fields.push_back({listening[i].key, urls[i]});
+  fields.push_back({"tls", tls ? "on" : "off"});
+  fields.push_back({"tokens", tokens ? "on" : "off"});
+  log::write(log::Level::kInfo, "serve.listening", fields);
+  for (const Listening& l : listening) warn_if_exposed(l.key, l.endpoint, l.tls, tokens);
   // Under systemd (Type=notify): started, and the watchdog if the unit has WatchdogSec=;
   // no-ops otherwise (server/systemd_notify.h).
-  server::notify_ready(
-      fmt::format("serving http://{}/ and redis://{}", http->to_string(), resp->to_string()));
+  server::notify_ready(fmt::format("serving {}", fmt::join(urls, " and ")));
   std::unique_ptr<server::Watchdog> watchdog = server::start_systemd_watchdog(net, *service);
 
   int signal = 0;
-  while (sigwait(&stop_signals, &signal) != 0) {
+  while (true) {
+    if (sigwait(&signals, &signal) != 0) continue;
+    if (signal != SIGHUP) break;
+    reload_security(security);
   }
   log::info("serve.stopping", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"},
                                {"grace_ms", config.shutdown_grace_ms}});
@@ -284,6 +417,8 @@ void add_serve_command(CLI::App& app, int& exit_status) {
       "docs/operations.md). Once listening it prints, on stdout:\n"
       "  idforge serve: http http://127.0.0.1:8080/\n"
       "  idforge serve: resp redis://127.0.0.1:6380\n"
+      "With tls_cert the two listeners speak TLS (https://, rediss://); plain_http and\n"
+      "plain_resp add plain ones. SIGHUP re-reads the certificate and the tokens file.\n"
       "SIGTERM or SIGINT: stop accepting, finish in-flight requests (up to\n"
       "shutdown_grace_ms), release the worker lease, exit 0. Invalid settings exit 2.\n"
       "Examples:\n"
@@ -293,6 +428,8 @@ void add_serve_command(CLI::App& app, int& exit_status) {
       "  idforge serve --config /etc/idforge/cluster.toml\n"
       "  idforge serve --store postgres://idforge@db1:5432/ids --registry etcd://10.0.0.6:2379\n"
       "  IDFORGE_ADMIN_TOKEN_FILE=/run/secrets/idforge-admin idforge serve\n"
+      "  idforge serve --http 0.0.0.0:8443 --resp 0.0.0.0:6380 --tls-cert cert.pem \\\n"
+      "      --tls-key key.pem --tokens /etc/idforge/tokens\n"
       "  idforge serve --config cluster.toml --max-count 1000 --print-config");
   cmd->callback([flags, cmd, &exit_status] { exit_status = run_serve(*cmd, *flags); });
 }

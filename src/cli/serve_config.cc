@@ -330,6 +330,32 @@ Status resolve_service_layout(ServeConfig& config) {
   return Status::Ok();
 }
 
+// TLS needs both files; the CA and the extra plain listeners only make sense with TLS.
+Status check_security(const ServeConfig& config) {
+  auto needs = [&](std::string_view key, std::string_view needed, std::string_view why) {
+    return Status::InvalidArgument(
+        fmt::format("{} needs {}: {}", setting_subject(config, key), needed, why));
+  };
+  if (!config.tls_cert.empty() && config.tls_key.empty()) {
+    return needs("tls_cert", "tls_key", "the private key of the certificate");
+  }
+  if (!config.tls_key.empty() && config.tls_cert.empty()) {
+    return needs("tls_key", "tls_cert", "the certificate of the key");
+  }
+  const bool tls = !config.tls_cert.empty();
+  if (!tls && !config.tls_client_ca.empty()) {
+    return needs("tls_client_ca", "tls_cert and tls_key", "client certificates are asked in TLS");
+  }
+  for (std::string_view key : {"plain_http", "plain_resp"}) {
+    const std::string& value = key == "plain_http" ? config.plain_http : config.plain_resp;
+    if (!tls && !value.empty()) {
+      return needs(key, "tls_cert and tls_key",
+                   "without TLS the http and resp listeners are plain already");
+    }
+  }
+  return Status::Ok();
+}
+
 Status read_admin_token(ServeConfig& config) {
   if (config.admin_token_file.empty()) return Status::Ok();
   const std::string subject = setting_subject(config, "admin_token_file");
@@ -410,6 +436,7 @@ Result<ServeConfig> load_serve_config(const ServeSources& sources) {
   IDFORGE_RETURN_IF_ERROR(apply_text_layer(sources.env, config));
   IDFORGE_RETURN_IF_ERROR(apply_text_layer(sources.flags, config));
   IDFORGE_RETURN_IF_ERROR(resolve_service_layout(config));
+  IDFORGE_RETURN_IF_ERROR(check_security(config));
   IDFORGE_RETURN_IF_ERROR(read_admin_token(config));
   return config;
 }

@@ -48,6 +48,16 @@ struct ServeConfig {
   std::optional<int64_t> epoch_ms;
   std::optional<int64_t> tick_ms;
 
+  // Security (docs/operations.md, "Security"): empty means off.
+  std::string tokens_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string plain_http;  // with TLS: plain listeners beside the TLS ones
+  std::string plain_resp;
+  uint64_t connection_rate = 0;   // requests per second per connection; 0: no limit
+  uint64_t connection_burst = 0;  // 0: connection_rate
+
   // When set, service.admin_token was read from this file.
   std::string admin_token_file;
   // The TOML file loaded; empty when none.

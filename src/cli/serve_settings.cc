@@ -97,6 +97,47 @@ constexpr Spec kSpecs[] = {
      },
      [](const ServeConfig& c) { return toml_string(c.admin_token_file); },
      "none"},
+    {{"tokens_file", "IDFORGE_TOKENS", "--tokens", "FILE", "",
+      "Client tokens, one a line: SECRET SCOPE[,SCOPE...] [name=LABEL] [rate=N] [burst=N] "
+      "[max_ids=N] [in_flight=N]; with it every route but /healthz, /readyz and the web page "
+      "needs a token (HTTP Authorization: Bearer, RESP AUTH). Re-read on SIGHUP"},
+     {Kind::kText},
+     [](ServeConfig& c, Value& v) { c.tokens_file = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.tokens_file); },
+     "none: no tokens, every client may do everything",
+     "#security"},
+    {{"tls_cert", "IDFORGE_TLS_CERT", "--tls-cert", "FILE", "",
+      "PEM certificate chain: with tls_key, the http and resp listeners speak TLS 1.2/1.3. "
+      "Re-read on SIGHUP"},
+     {Kind::kText},
+     [](ServeConfig& c, Value& v) { c.tls_cert = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.tls_cert); },
+     "none: plain TCP",
+     "#security"},
+    {{"tls_key", "IDFORGE_TLS_KEY", "--tls-key", "FILE", "", "PEM private key of tls_cert"},
+     {Kind::kText},
+     [](ServeConfig& c, Value& v) { c.tls_key = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.tls_key); },
+     "none"},
+    {{"tls_client_ca", "IDFORGE_TLS_CLIENT_CA", "--tls-client-ca", "FILE", "",
+      "PEM CA certificates: TLS clients must present a certificate one of them signed (mTLS)"},
+     {Kind::kText},
+     [](ServeConfig& c, Value& v) { c.tls_client_ca = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.tls_client_ca); },
+     "none: no client certificates"},
+    {{"plain_http", "IDFORGE_PLAIN_HTTP", "--plain-http", "HOST:PORT", "",
+      "With TLS on: a plain-TCP HTTP listener beside the TLS one (for local health checks "
+      "and scrapes on loopback)"},
+     {Kind::kEndpoint},
+     [](ServeConfig& c, Value& v) { c.plain_http = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.plain_http); },
+     "none"},
+    {{"plain_resp", "IDFORGE_PLAIN_RESP", "--plain-resp", "HOST:PORT", "",
+      "With TLS on: a plain-TCP Redis-protocol listener beside the TLS one"},
+     {Kind::kEndpoint},
+     [](ServeConfig& c, Value& v) { c.plain_resp = std::move(v.text); },
+     [](const ServeConfig& c) { return toml_string(c.plain_resp); },
+     "none"},
     {{"shutdown_grace_ms", "IDFORGE_SHUTDOWN_GRACE_MS", "--shutdown-grace-ms", "MS", "5000",
       "On SIGTERM or SIGINT, how long in-flight requests may take to finish"},
      {Kind::kUint, 0, 600'000},
@@ -226,6 +267,25 @@ constexpr Spec kSpecs[] = {
      {Kind::kUint, 1, kMaxCount},
      [](ServeConfig& c, Value& v) { c.service.max_count = v.number; },
      [](const ServeConfig& c) { return num(c.service.max_count); }},
+    {{"limits.connection_rate", "IDFORGE_CONNECTION_RATE", "--connection-rate", "N", "0",
+      "Requests per second one connection may make (a token bucket); beyond, HTTP 429 or a "
+      "RESP error"},
+     {Kind::kUint, 0, 10'000'000},
+     [](ServeConfig& c, Value& v) { c.connection_rate = v.number; },
+     [](const ServeConfig& c) { return num(c.connection_rate); },
+     "no limit"},
+    {{"limits.connection_burst", "IDFORGE_CONNECTION_BURST", "--connection-burst", "N", "0",
+      "Requests a connection may make at once above connection_rate"},
+     {Kind::kUint, 0, 10'000'000},
+     [](ServeConfig& c, Value& v) { c.connection_burst = v.number; },
+     [](const ServeConfig& c) { return num(c.connection_burst); },
+     "connection_rate"},
+    {{"limits.batch_slice", "IDFORGE_BATCH_SLICE", "--batch-slice", "N", "1024",
+      "A batch of more IDs than this is made this many at a time, letting the event loop "
+      "serve other connections in between (0: a batch in one go)"},
+     {Kind::kUint, 0, kMaxCount},
+     [](ServeConfig& c, Value& v) { c.service.batch_slice = v.number; },
+     [](const ServeConfig& c) { return num(c.service.batch_slice); }},
     {{"limits.idle_timeout_ms", "IDFORGE_IDLE_TIMEOUT_MS", "--idle-timeout-ms", "MS", "60000",
       "Close a connection that sent nothing for this long"},
      {Kind::kUint, 1, kDayMs},
@@ -358,6 +418,7 @@ Status range_error(const Spec& spec, const std::string& subject, const std::stri
 Status check_text(const Spec& spec, const std::string& subject, const std::string& text) {
   switch (spec.check.kind) {
     case Kind::kEndpoint: {
+      if (text.empty() && spec.info.default_value.empty()) return Status::Ok();  // optional
       Result<server::Endpoint> endpoint = server::parse_endpoint(text);
       if (!endpoint.ok()) {
         return Status::InvalidArgument(fmt::format("{}: {}", subject, endpoint.status().message()));

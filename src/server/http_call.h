@@ -24,6 +24,11 @@ struct Call {
   const ReplyMode& mode;
   std::string& out;
   std::string_view capture;  // the pattern's "{}" segment, decoded
+  // The tokens file admitted this Tinyid request (http_auth.h): Tinyid's own token
+  // table is not asked again.
+  bool token_checked = false;
+  // The name of the token that admitted the request, for the access log; "" for none.
+  std::string_view token_name;
 };
 
 // Helpers: an answer already written, an error answered, a body answered.

@@ -62,6 +62,8 @@ std::string_view reason_phrase(int status) {
       return "Content Too Large";
     case 414:
       return "URI Too Long";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

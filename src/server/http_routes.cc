@@ -4,14 +4,16 @@
 
 #include <array>
 #include <charconv>
+#include <memory>
 #include <span>
 #include <utility>
 
 #include "core/parse_u64.h"
 #include "core/quote.h"
-#include "core/text.h"
 #include "idforge/time_format.h"
+#include "server/http_batch.h"
 #include "server/http_call.h"
+#include "server/http_ids.h"
 #include "server/http_json.h"
 #include "server/http_tinyid.h"
 #include "server/web_assets.h"
@@ -21,9 +23,13 @@ namespace {
 
 using http::answered;
 using http::Call;
+using http::content_type;
 using http::fail;
+using http::IdFormat;
+using http::numeric_ids;
 using http::param;
 using http::reply;
+using http::text_ids;
 using Handler = RouteOutcome (*)(Call&);
 
 enum MethodBits : unsigned { kGetBit = 1, kPostBit = 2, kPutBit = 4 };
@@ -56,8 +62,6 @@ Result<uint64_t> count_of(Call& c) {
   return parse_request_count(text, c.service.config().max_count);
 }
 
-enum class IdFormat { kJson, kText, kBare };
-
 Result<IdFormat> format_of(Call& c) {
   IDFORGE_ASSIGN_OR_RETURN(std::string_view text, param(c.s.query, "format"));
   if (text.empty() || text == "json") return IdFormat::kJson;
@@ -65,75 +69,12 @@ Result<IdFormat> format_of(Call& c) {
   return Status::InvalidArgument("format must be json or text, got " + quote_text(text));
 }
 
-std::string_view content_type(IdFormat format) {
-  return format == IdFormat::kJson ? kJsonType : kTextType;
-}
-
-// --- ID bodies, by hand: the hot path ---
-
-void append_u64(std::string& out, uint64_t value) {
-  char digits[24];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-  (void)ec;  // 24 bytes hold any uint64_t
-  out.append(digits, static_cast<size_t>(end - digits));
-}
-
-void open_ids(std::string& body, IdFormat format, std::string_view kind, std::string_view tag) {
-  body.clear();
-  if (format != IdFormat::kJson) return;
-  body.append(R"({"kind":")");
-  body.append(kind);
-  body.push_back('"');
-  if (!tag.empty()) {
-    body.append(R"(,"tag":)");
-    append_json_string(body, tag);
-  }
-  body.append(R"(,"ids":[)");
-}
-
-void close_ids(std::string& body, IdFormat format) {
-  if (format == IdFormat::kJson) body.append("]}");
-}
-
-// {"kind":...,"ids":["1","2"]}, or one per line, or (Leaf) the bare number.
-void numeric_ids(std::string& body, IdFormat format, std::string_view kind, std::string_view tag,
-                 std::span<const uint64_t> ids) {
-  open_ids(body, format, kind, tag);
-  body.reserve(body.size() + ids.size() * 23 + 2);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (format == IdFormat::kJson) {
-      if (i > 0) body.push_back(',');
-      body.push_back('"');
-      append_u64(body, ids[i]);
-      body.push_back('"');
-    } else {
-      append_u64(body, ids[i]);
-      if (format == IdFormat::kText) body.push_back('\n');
-    }
-  }
-  close_ids(body, format);
-}
-
-// The same for IDs that are text; `item(i)` returns the i-th.
-template <typename Item>
-void text_ids(std::string& body, IdFormat format, std::string_view kind, std::string_view tag,
-              size_t count, Item&& item) {
-  open_ids(body, format, kind, tag);
-  for (size_t i = 0; i < count; ++i) {
-    if (format == IdFormat::kJson) {
-      if (i > 0) body.push_back(',');
-      append_json_string(body, item(i));
-    } else {
-      body.append(item(i));
-      body.push_back('\n');
-    }
-  }
-  close_ids(body, format);
-}
-
 // --- ID routes ---
 
 RouteOutcome snowflake_ids(Call& c, uint64_t count, IdFormat format) {
+  if (http::may_slice(c.service, count)) {
+    return http::sliced_batch(c.service, http::BatchKind::kSnowflake, count, format, c.mode);
+  }
   c.s.ids.resize(count);
   Status made = c.service.snowflake(c.s.ids);
   if (!made.ok()) return fail(c, made);
@@ -193,6 +134,9 @@ RouteOutcome leaf_segment(Call& c) { return segment_ids(c, 1, IdFormat::kBare); 
 RouteOutcome uuid7(Call& c) {
   Result<IdRequest> r = id_request(c);
   if (!r.ok()) return fail(c, r.status());
+  if (http::may_slice(c.service, r->count)) {
+    return http::sliced_batch(c.service, http::BatchKind::kUuid7, r->count, r->format, c.mode);
+  }
   c.s.uuids.resize(r->count);
   c.service.uuid7(c.s.uuids);
   text_ids(c.s.body, r->format, "uuid7", {}, c.s.uuids.size(),
@@ -203,6 +147,9 @@ RouteOutcome uuid7(Call& c) {
 RouteOutcome ulid(Call& c) {
   Result<IdRequest> r = id_request(c);
   if (!r.ok()) return fail(c, r.status());
+  if (http::may_slice(c.service, r->count)) {
+    return http::sliced_batch(c.service, http::BatchKind::kUlid, r->count, r->format, c.mode);
+  }
   c.s.ulids.resize(r->count);
   c.service.ulid(c.s.ulids);
   text_ids(c.s.body, r->format, "ulid", {}, c.s.ulids.size(),
@@ -297,22 +244,6 @@ RouteOutcome readyz(Call& c) {
 }
 
 // --- admin ---
-
-// `Authorization: Bearer <token>`, the scheme in any case (RFC 9110 section 11.1).
-bool authorized(const IdService& service, std::string_view header) {
-  const std::string& token = service.config().admin_token;
-  constexpr std::string_view kScheme = "bearer ";
-  if (!text::starts_with_ignore_case(header, kScheme)) return false;
-  std::string_view given = header.substr(kScheme.size());
-  while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
-  if (given.size() != token.size()) return false;
-  // Every byte is compared, so the time taken does not say how much of a guess was right.
-  unsigned char diff = 0;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ token[i]);
-  }
-  return diff == 0;
-}
 
 RouteOutcome unauthorized(Call& c) {
   write_error(c.out, c.mode, 401, "unauthorized",
@@ -463,23 +394,44 @@ RouteOutcome web(Call& c) {
   return outcome;
 }
 
+// A job, or a batch made in slices, keeps the request's in-flight place (auth.h) until
+// it has answered.
+void hold_while_job_runs(RouteOutcome& outcome, InFlight ticket) {
+  if (!ticket.holds()) return;
+  auto held = std::make_shared<InFlight>(std::move(ticket));
+  if (outcome.job) {
+    outcome.job = [job = std::move(outcome.job), held](std::string& out) {
+      const int status = job(out);
+      held->release();
+      return status;
+    };
+  } else if (outcome.slices) {
+    outcome.slices = [slices = std::move(outcome.slices), held](std::string& out) {
+      const int status = slices(out);
+      if (status != 0) held->release();
+      return status;
+    };
+  }
+}
+
 }  // namespace
 
 RouteOutcome HttpRouter::handle(const HttpRequest& request, const ReplyMode& mode,
                                 std::string& out) {
-  Call c{service_, scratch_, request, mode, out, {}};
+  Call c{service_, scratch_, request, mode, out, {}, false, {}};
   if (!scratch_.path.parse(request.path)) {
     RouteOutcome outcome = fail(c, Status::InvalidArgument("malformed percent-escape in the path " +
                                                            quote_text(request.path)));
     outcome.route = Route::kNotFound;
     return outcome;
   }
-  const bool admin_on = !service_.config().admin_token.empty();
+  // No admin token and no tokens file: the admin API does not exist.
+  const bool admin_on = !service_.config().admin_token.empty() || gate_.tokens_on();
   const unsigned method = method_bit(request.method);
   unsigned allowed = 0;
   Route allowed_route = Route::kNotFound;
   for (const RouteEntry& entry : kRoutes) {
-    if (entry.admin && !admin_on) continue;  // no token: the admin API does not exist
+    if (entry.admin && !admin_on) continue;
     std::string_view capture;
     if (!matches(entry, scratch_.path, &capture)) continue;
     if ((entry.methods & method) == 0) {
@@ -489,15 +441,28 @@ RouteOutcome HttpRouter::handle(const HttpRequest& request, const ReplyMode& mod
     }
     c.capture = capture;
     RouteOutcome outcome;
-    if (entry.admin && !authorized(service_, request.authorization)) {
+    InFlight ticket;
+    if (const int refused = gate_.check_connection(c)) {
+      outcome = answered(refused);
+    } else if (entry.admin && !gate_.tokens_on() &&
+               !admin_token_matches(service_, request.authorization)) {
       outcome = unauthorized(c);
     } else if (!scratch_.query.parse(request.query)) {
       outcome = fail(c, Status::InvalidArgument("malformed percent-escape in the query " +
                                                 quote_text(request.query)));
+    } else if (const int denied = gate_.tokens_on() ? gate_.check(c, entry.route, &ticket) : 0) {
+      outcome = answered(denied);
     } else {
       outcome = entry.handler(c);
+      hold_while_job_runs(outcome, std::move(ticket));
     }
     outcome.route = entry.route;
+    outcome.token = c.token_name;
+    return outcome;
+  }
+  if (const int refused = gate_.check_connection(c)) {
+    RouteOutcome outcome = answered(refused);
+    outcome.route = allowed != 0 ? allowed_route : Route::kNotFound;
     return outcome;
   }
   if (allowed != 0) return method_not_allowed(c, allowed, allowed_route);

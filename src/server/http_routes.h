@@ -2,8 +2,10 @@
 // handler, and the handlers, which parse the query, call IdService and write the
 // answer. A path that matches a route but not its methods gets 405 with `Allow`; a
 // path no route matches is a web asset (GET "/" is /index.html) or 404. Admin routes
-// exist only when an admin token is configured, and want `Authorization: Bearer
-// <token>` (401 otherwise).
+// exist only when an admin token or a tokens file is configured, and want
+// `Authorization: Bearer <token>` (401 otherwise). With a tokens file every route but
+// the health checks and the web page wants a token with its scope, and the token's and
+// the connection's limits apply (HttpGate, http_auth.h).
 //
 // Handlers that call only IdService methods that never block answer at once. The rest
 // (a segment request the tag's buffer cannot fill, serial numbers, the admin tag
@@ -15,11 +17,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "idforge/ulid.h"
 #include "idforge/uuid.h"
+#include "server/auth.h"
+#include "server/http_auth.h"
 #include "server/http_parser.h"
 #include "server/http_reply.h"
 #include "server/id_service.h"
@@ -34,12 +40,21 @@ struct RouteOutcome {
   // Set when the answer must wait on a backend: appends the answer and returns its
   // status. Owns what it needs, since the request's bytes may be gone when it runs.
   std::function<int(std::string& out)> job;
+  // Set for a large batch made in slices (http_batch.h): each call makes one slice on
+  // the I/O thread; the call that completes the batch appends the answer to `out` and
+  // returns its status, the others return 0. Owns what it needs, as `job` does.
+  std::function<int(std::string& out)> slices;
+  // The name of the client token that admitted the request (auth.h), for the access
+  // log; "" for none. Valid until the router's next request.
+  std::string_view token;
 };
 
 class HttpRouter {
  public:
-  // `service` must outlive the router and its jobs.
-  explicit HttpRouter(IdService& service) : service_(service) {}
+  // `service` must outlive the router and its jobs. `auth` null: no tokens.
+  explicit HttpRouter(IdService& service, std::shared_ptr<Auth> auth = nullptr,
+                      ConnectionLimits limits = {})
+      : service_(service), gate_(std::move(auth), limits) {}
 
   // Answers `request` into `out` (framed by `mode`), or returns the job that will.
   RouteOutcome handle(const HttpRequest& request, const ReplyMode& mode, std::string& out);
@@ -56,6 +71,7 @@ class HttpRouter {
 
  private:
   IdService& service_;
+  HttpGate gate_;
   Scratch scratch_;
 };
 

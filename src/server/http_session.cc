@@ -1,6 +1,7 @@
 #include "server/http_session.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,13 +38,33 @@ class HttpSession final : public Session {
       : service_(service),
         parser_(HttpLimits{options.max_request_line, options.max_header_bytes, options.max_headers,
                            options.max_body}),
-        router_(service) {}
+        router_(service, options.auth, options.limits) {}
 
   Step feed(std::string_view in, std::string& out) override {
     Step step;
     if (closing_) {  // the last answer (a job's) is written: nothing more on this connection
       step.next = Next::kClose;
       return step;
+    }
+    // A batch in progress goes first: its answer comes before those of later requests.
+    if (batch_.slices) {
+      const int status = batch_.slices(out);
+      if (status == 0) {
+        step.next = Next::kFlush;
+        return step;
+      }
+      service_.metrics().record_request(kHttp, batch_.route, status, seconds_since(batch_.arrived));
+      if (batch_.access != nullptr) {
+        batch_.access->write_http(batch_.method, batch_.path, status, seconds_since(batch_.arrived),
+                                  batch_.token);
+      }
+      const bool close = batch_.close;
+      batch_ = {};
+      if (close) {
+        closing_ = true;
+        step.next = Next::kClose;
+        return step;
+      }
     }
     size_t pos = 0;
     RequestTally tally(service_.metrics(), kHttp);
@@ -79,20 +100,38 @@ class HttpSession final : public Session {
         // into input the runtime drops once the job runs.
         std::string method = logged ? std::string(request.method_text) : std::string();
         std::string path = logged ? std::string(request.path) : std::string();
+        std::string token = logged ? std::string(outcome.token) : std::string();
         step.blocking = [service = &service_, route = outcome.route, job = std::move(outcome.job),
                          access = logged ? access_log_ : nullptr, method = std::move(method),
-                         path = std::move(path), arrived = tally.start()](std::string& answer) {
+                         path = std::move(path), token = std::move(token),
+                         arrived = tally.start()](std::string& answer) {
           const auto job_start = SteadyClock::now();
           const int status = job(answer);
           service->metrics().record_request(kHttp, route, status, seconds_since(job_start));
-          if (access != nullptr) access->write_http(method, path, status, seconds_since(arrived));
+          if (access != nullptr) {
+            access->write_http(method, path, status, seconds_since(arrived), token);
+          }
         };
+        return step;
+      }
+      if (outcome.slices) {  // counted and logged when its last slice answers
+        partial_ = false;
+        batch_.slices = std::move(outcome.slices);
+        batch_.route = outcome.route;
+        batch_.close = mode.close;
+        batch_.arrived = tally.start();
+        batch_.access = logged ? access_log_ : nullptr;
+        batch_.method = logged ? std::string(request.method_text) : std::string();
+        batch_.path = logged ? std::string(request.path) : std::string();
+        batch_.token = logged ? std::string(outcome.token) : std::string();
+        step.consumed = pos;
+        step.next = Next::kFlush;
         return step;
       }
       tally.add(outcome.route, outcome.status);
       if (logged) {
         access_log_->write_http(request.method_text, request.path, outcome.status,
-                                seconds_since(tally.start()));
+                                seconds_since(tally.start()), outcome.token);
       }
       if (mode.close) {
         closing_ = true;
@@ -128,16 +167,31 @@ class HttpSession final : public Session {
     partial_ = false;
   }
 
+  // A large batch being made in slices (http_batch.h), and what its answer is counted
+  // and logged with.
+  struct SlicedBatch {
+    std::function<int(std::string& out)> slices;  // empty: none
+    Route route = Route::kNotFound;
+    bool close = false;  // Connection: close after its answer
+    SteadyClock::time_point arrived;
+    const AccessLog* access = nullptr;  // set when the access log writes it
+    std::string method;
+    std::string path;
+    std::string token;
+  };
+
   IdService& service_;
   HttpRequestParser parser_;
   HttpRouter router_;
   bool partial_ = false;  // bytes of an incomplete request are waiting
   bool closing_ = false;  // the connection ends after the answers written so far
+  SlicedBatch batch_;
 };
 
 }  // namespace
 
 SessionFactory make_http_session_factory(IdService& service, HttpOptions options) {
+  if (options.auth) service.metrics().show_tokens(options.auth);
   return [&service, options]() -> std::unique_ptr<Session> {
     return std::make_unique<HttpSession>(service, options);
   };

@@ -12,12 +12,18 @@
 // status, timed on the steady clock (a job is timed while it runs). IDs are counted by
 // IdService itself.
 //
+// With HttpOptions::auth, requests want a token with the route's scope, within its
+// limits; HttpOptions::limits caps each connection's request rate (http_auth.h).
+//
 // A session belongs to one connection; the factory may be called from any thread.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
+#include "server/auth.h"
 #include "server/id_service.h"
+#include "server/rate_limit.h"
 #include "server/session.h"
 
 namespace idforge::server {
@@ -27,6 +33,8 @@ struct HttpOptions {
   size_t max_header_bytes = 32768;  // beyond: 431
   size_t max_headers = 100;         // beyond: 431
   size_t max_body = 65536;          // beyond: 413
+  std::shared_ptr<Auth> auth;       // client tokens (auth.h); null: none, as before tokens
+  ConnectionLimits limits;          // each connection's request rate; 0: none
 };
 
 // `service` must outlive every session the factory makes, and their jobs.

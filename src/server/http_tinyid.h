@@ -1,7 +1,8 @@
 // Tinyid's HTTP routes (docs/migrating.md), so Tinyid clients switch to idforge
 // unchanged: /tinyid/id/nextId, nextIdSimple, nextSegmentId and nextSegmentIdSimple with
 // bizType, token and batchSize, answered in Tinyid's formats. A token is checked against
-// Tinyid's own tiny_id_token table (ServiceConfig::tinyid_tokens_url).
+// Tinyid's own tiny_id_token table (ServiceConfig::tinyid_tokens_url), or, with a tokens
+// file, by HttpGate before the handler runs (http_auth.h; Call::token_checked).
 #pragma once
 
 #include "server/http_call.h"

@@ -65,10 +65,14 @@ struct ServiceConfig {
   std::string identity;  // empty: <hostname>:serve (idforge serve: <hostname>:<http port>)
   // Requests.
   uint64_t max_count = kDefaultMaxCount;  // most IDs one request may ask for
-  int64_t segment_wait_ms = 1000;         // longest a request waits for a segment
-  uint64_t max_step = 1'000'000;          // upper bound of a tag's dynamic step
-  int64_t max_clock_step_ms = 10'000;     // a larger forward step is a jump (snowflake.h)
-  uint64_t failover_margin = 0;  // a store's changed history moves tags this far; 0: default
+  // A batch of more IDs is made this many at a time, the event loop serving other
+  // connections in between, so one client's large batches do not hold up the rest;
+  // 0: every batch in one go.
+  uint64_t batch_slice = 1024;
+  int64_t segment_wait_ms = 1000;      // longest a request waits for a segment
+  uint64_t max_step = 1'000'000;       // upper bound of a tag's dynamic step
+  int64_t max_clock_step_ms = 10'000;  // a larger forward step is a jump (snowflake.h)
+  uint64_t failover_margin = 0;        // a store's changed history moves tags this far; 0: default
   // A store round trip (a probe, a range fetch) or a high-water mark write slower than
   // this is logged as slow (docs/operations.md, "Logs").
   int64_t slow_store_ms = 500;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "server/id_service.h"
 
@@ -129,6 +130,51 @@ void Metrics::record_ids(IdKind kind, uint64_t count) {
   shard().ids[static_cast<size_t>(kind)].fetch_add(count, std::memory_order_relaxed);
 }
 
+std::string_view auth_failure_name(AuthFailure reason) {
+  switch (reason) {
+    case AuthFailure::kMissing:
+      return "missing";
+    case AuthFailure::kWrong:
+      return "wrong";
+    case AuthFailure::kScope:
+      return "scope";
+  }
+  return "unknown";
+}
+
+namespace {
+size_t auth_slot(int protocol, AuthFailure reason) {
+  return static_cast<size_t>(std::clamp(protocol, 0, Metrics::kProtocols - 1) * kAuthFailures +
+                             static_cast<int>(reason));
+}
+size_t limit_slot(int protocol, Limit limit, bool connection) {
+  return static_cast<size_t>(
+      (std::clamp(protocol, 0, Metrics::kProtocols - 1) * kLimits + static_cast<int>(limit)) * 2 +
+      (connection ? 1 : 0));
+}
+}  // namespace
+
+void Metrics::record_auth_failure(int protocol, AuthFailure reason) {
+  auth_failures_[auth_slot(protocol, reason)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Metrics::record_limit_refusal(int protocol, Limit limit, bool connection) {
+  limit_refusals_[limit_slot(protocol, limit, connection)].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t Metrics::auth_failures(int protocol, AuthFailure reason) const {
+  return auth_failures_[auth_slot(protocol, reason)].load(std::memory_order_relaxed);
+}
+
+uint64_t Metrics::limit_refusals(int protocol, Limit limit, bool connection) const {
+  return limit_refusals_[limit_slot(protocol, limit, connection)].load(std::memory_order_relaxed);
+}
+
+void Metrics::show_tokens(const std::shared_ptr<const Auth>& auth) {
+  MutexLock lock(tokens_mu_);
+  tokens_ = auth;
+}
+
 uint64_t Metrics::requests(int protocol, Route route, int status) const {
   return sum_requests(request_slot(protocol, static_cast<int>(route), status_slot(status)));
 }
@@ -193,6 +239,58 @@ std::string Metrics::render(const IdService& service) const {
   for (int k = 0; k < kIdKinds; ++k) {
     fmt::format_to(to(), "idforge_ids_issued_total{{kind=\"{}\"}} {}\n",
                    id_kind_name(static_cast<IdKind>(k)), ids(static_cast<IdKind>(k)));
+  }
+
+  // Tokens (auth.h): the labels are fixed words, never a token's secret or name.
+  header(out, "idforge_auth_failures_total", "counter",
+         "Requests refused for want of a token: none (missing), not a token (wrong), or a "
+         "token without the scope (scope).");
+  for (int p = 0; p < kProtocols; ++p) {
+    for (int r = 0; r < kAuthFailures; ++r) {
+      const auto reason = static_cast<AuthFailure>(r);
+      fmt::format_to(to(), "idforge_auth_failures_total{{protocol=\"{}\",reason=\"{}\"}} {}\n",
+                     kProtocolNames[static_cast<size_t>(p)], auth_failure_name(reason),
+                     auth_failures(p, reason));
+    }
+  }
+  header(out, "idforge_limit_refusals_total", "counter",
+         "Requests refused by a limit (rate, in_flight, max_ids) of their token or of their "
+         "connection (scope).");
+  for (int p = 0; p < kProtocols; ++p) {
+    for (int l = 0; l < kLimits; ++l) {
+      const auto limit = static_cast<Limit>(l);
+      for (bool connection : {false, true}) {
+        if (connection && limit != Limit::kRate) continue;  // a connection has a rate only
+        fmt::format_to(
+            to(), "idforge_limit_refusals_total{{protocol=\"{}\",limit=\"{}\",scope=\"{}\"}} {}\n",
+            kProtocolNames[static_cast<size_t>(p)], limit_name(limit),
+            connection ? "connection" : "token", limit_refusals(p, limit, connection));
+      }
+    }
+  }
+  std::shared_ptr<const Auth> auth;
+  {
+    MutexLock lock(tokens_mu_);
+    auth = tokens_.lock();
+  }
+  if (auth) {
+    const std::shared_ptr<const TokenTable> table = auth->table();
+    header(out, "idforge_tokens", "gauge", "Tokens loaded from the tokens file.");
+    sample(out, "idforge_tokens", table->size());
+    // By the token's name= (checked to be label-safe), never its secret.
+    header(out, "idforge_token_refusals_total", "counter",
+           "Requests of a token refused for its scope or by one of its limits, by token name.");
+    for (const Token& token : table->tokens()) {
+      const TokenState& state = *token.state;
+      fmt::format_to(to(), "idforge_token_refusals_total{{token=\"{}\",reason=\"scope\"}} {}\n",
+                     token.spec.name, state.scope_refusals.load(std::memory_order_relaxed));
+      for (int l = 0; l < kLimits; ++l) {
+        fmt::format_to(
+            to(), "idforge_token_refusals_total{{token=\"{}\",reason=\"{}\"}} {}\n",
+            token.spec.name, limit_name(static_cast<Limit>(l)),
+            state.limit_refusals[static_cast<size_t>(l)].load(std::memory_order_relaxed));
+      }
+    }
   }
 
   const ServiceStatus s = service.status();

@@ -10,10 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "core/thread_annotations.h"
 #include "idforge/status.h"
+#include "server/auth.h"
 
 namespace idforge::server {
 
@@ -43,6 +46,13 @@ enum class Route {
 };
 std::string_view route_name(Route route);
 
+// Why a request was refused for want of a token (auth.h): none or not a Bearer token
+// (HTTP) or not authenticated (RESP NOAUTH); a secret that is no token (401,
+// WRONGPASS); a token without the scope (403, NOPERM).
+enum class AuthFailure { kMissing, kWrong, kScope };
+inline constexpr int kAuthFailures = 3;
+std::string_view auth_failure_name(AuthFailure reason);
+
 // Latency buckets (seconds) of the request histogram.
 inline constexpr std::array<double, 12> kLatencyBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5};
@@ -58,8 +68,8 @@ class Metrics {
   static constexpr int kProtocols = 2;  // 0 = http, 1 = resp
   // Statuses counted per route: HTTP codes as they are; RESP answers are 200 (ok) or
   // 400/404/503 by the error's kind.
-  static constexpr std::array<int, 12> kStatuses = {200, 400, 401, 403, 404, 405,
-                                                    408, 413, 414, 431, 500, 503};
+  static constexpr std::array<int, 13> kStatuses = {200, 400, 401, 403, 404, 405, 408,
+                                                    413, 414, 429, 431, 500, 503};
 
   void record_request(int protocol, Route route, int status, double seconds) {
     record_requests(protocol, route, status, 1, seconds);
@@ -68,14 +78,24 @@ class Metrics {
   // costs one update instead of one per command.
   void record_requests(int protocol, Route route, int status, uint64_t count, double seconds);
   void record_ids(IdKind kind, uint64_t count);
+  // Tokens and limits (auth.h); rare enough for one counter each, unsharded.
+  void record_auth_failure(int protocol, AuthFailure reason);
+  // `connection`: the connection's own rate (ConnectionLimits), else the token's limit.
+  void record_limit_refusal(int protocol, Limit limit, bool connection);
+  // The tokens whose count (idforge_tokens) and refusals by token name
+  // (idforge_token_refusals_total) /metrics shows; unset: no tokens, neither metric.
+  // Kept weakly: the metrics outlive no one's tokens.
+  void show_tokens(const std::shared_ptr<const Auth>& auth) IDFORGE_EXCLUDES(tokens_mu_);
 
   uint64_t requests(int protocol, Route route, int status) const;
   uint64_t ids(IdKind kind) const;
   uint64_t total_requests() const;
+  uint64_t auth_failures(int protocol, AuthFailure reason) const;
+  uint64_t limit_refusals(int protocol, Limit limit, bool connection) const;
 
   // Text of every metric: request counters, latency histogram, IDs by kind, and the
   // service's gauges (lease, clock, buffers, time left).
-  std::string render(const IdService& service) const;
+  std::string render(const IdService& service) const IDFORGE_EXCLUDES(tokens_mu_);
 
  private:
   static constexpr int kRoutes = static_cast<int>(Route::kCount_);
@@ -101,6 +121,11 @@ class Metrics {
   uint64_t latency_sum_ns(int protocol) const;
 
   std::array<Shard, kShards> shards_{};
+  std::array<std::atomic<uint64_t>, kProtocols * kAuthFailures> auth_failures_{};
+  // [protocol][limit][token, connection]
+  std::array<std::atomic<uint64_t>, kProtocols * kLimits * 2> limit_refusals_{};
+  mutable Mutex tokens_mu_;
+  std::weak_ptr<const Auth> tokens_ IDFORGE_GUARDED_BY(tokens_mu_);
 };
 
 // Counts the requests one Session::feed() answers without a job: runs of one route and

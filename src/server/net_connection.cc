@@ -2,9 +2,16 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace idforge::server::net {
@@ -73,16 +80,117 @@ void Loop::run() {
   }
 }
 
-Connection::Connection(Loop& loop, Socket socket, std::unique_ptr<Session> session)
-    : loop_(loop), socket_(std::move(socket)), session_(std::move(session)) {}
+using TlsStream = boost::asio::ssl::stream<Socket>;
 
-Connection::~Connection() {
+// What a plain connection keeps in place of a TLS context: nothing.
+struct NoContext {};
+
+// A Connection over `Stream`: Socket (plain TCP) or TlsStream. The two differ only where
+// kTls is tested: the handshake, how answers are written, the last answer at a timeout.
+template <typename Stream>
+class StreamConnection final : public Connection,
+                               public std::enable_shared_from_this<StreamConnection<Stream>> {
+ public:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  // The TLS context the connection's SSL object was made from, held for the connection's
+  // life: a reload (TlsContext::reload) replaces the listener's, not this one.
+  using Context = std::conditional_t<kTls, std::shared_ptr<boost::asio::ssl::context>, NoContext>;
+
+  StreamConnection(Loop& loop, Socket socket, std::unique_ptr<Session> session, Context context)
+      : loop_(loop),
+        context_(std::move(context)),
+        stream_(make_stream(std::move(socket), context_)),
+        session_(std::move(session)) {}
+  ~StreamConnection() override;
+  StreamConnection(const StreamConnection&) = delete;
+  StreamConnection& operator=(const StreamConnection&) = delete;
+
+  void start() override;
+  void drain() override;
+  void abort() override { close(); }
+  void check_timeouts(Clock::time_point now) override;
+
+ private:
+  enum class State {
+    kNew,        // built, start() not run yet
+    kHandshake,  // TLS only: the server handshake is pending
+    kRunning,    // in a handler on the loop thread (feeding, flushing)
+    kReading,    // an async read is pending
+    kJob,        // a kBlocking job runs on the worker pool
+    kWriting,    // an async write is pending
+    kClosed,
+  };
+
+  // Returns a prvalue, so the stream is built in place (an ssl::stream does not move).
+  static Stream make_stream(Socket socket, Context& context) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *context);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+  Socket& socket() {
+    if constexpr (kTls) {
+      return stream_.next_layer();
+    } else {
+      return stream_;
+    }
+  }
+
+  void on_handshake(const boost::system::error_code& ec);
+  void start_read();
+  void on_read(const boost::system::error_code& ec, size_t n);
+  void process();
+  void run_job(std::function<void(std::string&)> job);
+  void on_job_done(bool ok);
+  void flush();
+  void write_async(size_t from);
+  void on_write(const boost::system::error_code& ec);
+  void time_out(bool answer);
+  // Lets the session add a last answer (Session::on_timeout), tries to write it, closes.
+  void close_with_last_answer();
+  void close();
+
+  size_t pending() const { return end_ - begin_; }
+  std::string_view input() const { return {buf_.get() + begin_, end_ - begin_}; }
+  void consume(size_t n);
+  void make_room();
+
+  Loop& loop_;
+  [[no_unique_address]] Context context_;  // before stream_, which is made from it
+  Stream stream_;
+  std::unique_ptr<Session> session_;
+  State state_ = State::kNew;
+  bool draining_ = false;
+  bool close_after_write_ = false;
+  bool feed_after_write_ = false;  // the session said kFlush: more answers are due
+  // A job just finished, or the session said kFlush: ask it even without input.
+  bool feed_without_input_ = false;
+
+  // Input: bytes [begin_, end_) of buf_ are received and not yet consumed. Reused for
+  // the connection's life; grows only when one request does not fit.
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  // Answers not yet written; pipelined answers accumulate and leave in one write.
+  std::string out_;
+  size_t job_mark_ = 0;  // out_.size() when the running job started
+
+  Clock::time_point last_active_;    // last read, or end of a job or a slow write
+  Clock::time_point request_start_;  // when the unconsumed input (or the handshake) started
+  Clock::time_point write_start_;    // when the pending async write began
+};
+
+template <typename Stream>
+StreamConnection<Stream>::~StreamConnection() {
   // Only when the loop was torn down before start() ran (its handler was dropped):
   // the connection was counted open at accept.
   if (state_ == State::kNew) loop_.shared.connection_closed();
 }
 
-void Connection::start() {
+template <typename Stream>
+void StreamConnection<Stream>::start() {
   loop_.connections.insert(this);
   state_ = State::kRunning;
   if (loop_.shared.stopping.load(std::memory_order_relaxed) || !session_) {
@@ -90,28 +198,60 @@ void Connection::start() {
     return;
   }
   boost::system::error_code ec;
-  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
-  // Writes are tried at once and fall back to async_write only when the kernel buffer
-  // is full; a best-effort answer at timeout never blocks the loop.
-  socket_.non_blocking(true, ec);
-  if (ec) {
-    close();
-    return;
+  socket().set_option(boost::asio::ip::tcp::no_delay(true), ec);
+  if constexpr (!kTls) {
+    // Writes are tried at once and fall back to async_write only when the kernel buffer
+    // is full; a best-effort answer at timeout never blocks the loop.
+    socket().non_blocking(true, ec);
+    if (ec) {
+      close();
+      return;
+    }
   }
   buf_.reset(new char[kInitialBuffer]);
   cap_ = kInitialBuffer;
   last_active_ = Clock::now();
+  if constexpr (kTls) {
+    // The handshake counts as a request (check_timeouts): a client that stalls or drips
+    // it is closed after request_timeout, not kept until idle_timeout.
+    request_start_ = last_active_;
+    state_ = State::kHandshake;
+    stream_.async_handshake(boost::asio::ssl::stream_base::server,
+                            [self = this->shared_from_this()](const boost::system::error_code& e) {
+                              self->on_handshake(e);
+                            });
+  } else {
+    start_read();
+  }
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::on_handshake(const boost::system::error_code& ec) {
+  if (state_ == State::kClosed) return;  // timed out (counted there) or shut down
+  state_ = State::kRunning;
+  if (ec) {  // not TLS, a refused version, no or a foreign client certificate, or gone
+    loop_.shared.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+    close();
+    return;
+  }
+  last_active_ = Clock::now();
   start_read();
 }
 
-void Connection::drain() {
+template <typename Stream>
+void StreamConnection<Stream>::drain() {
   draining_ = true;
   // Waiting for bytes means no complete request is in flight (a partial one is dropped).
   // In the other states the requests already received finish; flush() then closes.
-  if (state_ == State::kReading) close_with_last_answer();
+  if (state_ == State::kReading) {
+    close_with_last_answer();
+  } else if (state_ == State::kHandshake) {
+    close();  // no request yet
+  }
 }
 
-void Connection::check_timeouts(Clock::time_point now) {
+template <typename Stream>
+void StreamConnection<Stream>::check_timeouts(Clock::time_point now) {
   const NetShared& s = loop_.shared;
   switch (state_) {
     case State::kReading:
@@ -124,6 +264,16 @@ void Connection::check_timeouts(Clock::time_point now) {
         time_out(true);
       }
       break;
+    case State::kHandshake: {
+      // Bounded as a request; with no request limit, as an idle connection.
+      const Clock::duration limit =
+          s.request_timeout != Clock::duration::zero() ? s.request_timeout : s.idle_timeout;
+      if (limit != Clock::duration::zero() && now - request_start_ >= limit) {
+        loop_.shared.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+        time_out(false);
+      }
+      break;
+    }
     case State::kWriting:
       // A client that does not read its answers holds a buffer; it gets as long as a
       // request does, and no last answer (there is no room to write one).
@@ -139,7 +289,8 @@ void Connection::check_timeouts(Clock::time_point now) {
   }
 }
 
-void Connection::time_out(bool answer) {
+template <typename Stream>
+void StreamConnection<Stream>::time_out(bool answer) {
   loop_.shared.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (answer) {
     close_with_last_answer();
@@ -148,17 +299,27 @@ void Connection::time_out(bool answer) {
   }
 }
 
-void Connection::close_with_last_answer() {
-  session_->on_timeout(out_);
-  if (!out_.empty()) {
-    // Best effort: one non-blocking write; a client that cannot take it loses it.
-    boost::system::error_code ec;
-    socket_.write_some(boost::asio::buffer(out_), ec);
+template <typename Stream>
+void StreamConnection<Stream>::close_with_last_answer() {
+  if constexpr (kTls) {
+    // No last answer over TLS: it could only go as an async write through the TLS engine,
+    // which close() would cancel; a sync write on an ssl::stream over a non-blocking
+    // socket can stop mid-record, and a blocking one would stall the loop. The client
+    // sees the connection close.
+    close();
+  } else {
+    session_->on_timeout(out_);
+    if (!out_.empty()) {
+      // Best effort: one non-blocking write; a client that cannot take it loses it.
+      boost::system::error_code ec;
+      stream_.write_some(boost::asio::buffer(out_), ec);
+    }
+    close();
   }
-  close();
 }
 
-void Connection::make_room() {
+template <typename Stream>
+void StreamConnection<Stream>::make_room() {
   if (begin_ > 0) {
     std::memmove(buf_.get(), buf_.get() + begin_, pending());
     end_ -= begin_;
@@ -177,7 +338,8 @@ void Connection::make_room() {
   cap_ = cap;
 }
 
-void Connection::consume(size_t n) {
+template <typename Stream>
+void StreamConnection<Stream>::consume(size_t n) {
   begin_ += std::min(n, pending());
   if (begin_ == end_) {
     begin_ = end_ = 0;
@@ -191,15 +353,17 @@ void Connection::consume(size_t n) {
   }
 }
 
-void Connection::start_read() {
+template <typename Stream>
+void StreamConnection<Stream>::start_read() {
   make_room();
   state_ = State::kReading;
-  socket_.async_read_some(boost::asio::buffer(buf_.get() + end_, cap_ - end_),
-                          [self = shared_from_this()](const boost::system::error_code& ec,
-                                                      size_t n) { self->on_read(ec, n); });
+  stream_.async_read_some(boost::asio::buffer(buf_.get() + end_, cap_ - end_),
+                          [self = this->shared_from_this()](const boost::system::error_code& ec,
+                                                            size_t n) { self->on_read(ec, n); });
 }
 
-void Connection::on_read(const boost::system::error_code& ec, size_t n) {
+template <typename Stream>
+void StreamConnection<Stream>::on_read(const boost::system::error_code& ec, size_t n) {
   if (state_ == State::kClosed) return;
   state_ = State::kRunning;
   if (ec) {  // end of stream, reset, or cancelled by close()
@@ -212,11 +376,13 @@ void Connection::on_read(const boost::system::error_code& ec, size_t n) {
   process();
 }
 
-void Connection::process() {
+template <typename Stream>
+void StreamConnection<Stream>::process() {
   // After a job the session is asked even without input: its request may have ended
-  // the connection (HTTP's Connection: close), which only feed() can say.
-  const bool after_job = std::exchange(feed_after_job_, false);
-  if (pending() > 0 || after_job) {
+  // the connection (HTTP's Connection: close), which only feed() can say. After kFlush
+  // too: the session may be in the middle of a large batch (made in slices).
+  const bool feed_anyway = std::exchange(feed_without_input_, false);
+  if (pending() > 0 || feed_anyway) {
     Session::Step step = session_->feed(input(), out_);
     consume(step.consumed);
     switch (step.next) {
@@ -244,12 +410,13 @@ void Connection::process() {
   flush();
 }
 
-void Connection::run_job(std::function<void(std::string&)> job) {
+template <typename Stream>
+void StreamConnection<Stream>::run_job(std::function<void(std::string&)> job) {
   state_ = State::kJob;
   job_mark_ = out_.size();
   // The job appends to out_ directly: nothing on the loop touches out_ or the session
   // while state_ is kJob, and both post()s order the job's writes with the loop's.
-  boost::asio::post(*loop_.shared.pool, [self = shared_from_this(), job = std::move(job)] {
+  boost::asio::post(*loop_.shared.pool, [self = this->shared_from_this(), job = std::move(job)] {
     bool ok = true;
     try {
       job(self->out_);
@@ -260,7 +427,8 @@ void Connection::run_job(std::function<void(std::string&)> job) {
   });
 }
 
-void Connection::on_job_done(bool ok) {
+template <typename Stream>
+void StreamConnection<Stream>::on_job_done(bool ok) {
   if (state_ == State::kClosed) return;  // closed by shutdown while the job ran
   state_ = State::kRunning;
   if (!ok) {
@@ -274,30 +442,32 @@ void Connection::on_job_done(bool ok) {
   // Time spent on the job counts neither as idle nor against the next request.
   last_active_ = Clock::now();
   if (pending() > 0) request_start_ = last_active_;
-  feed_after_job_ = true;
+  feed_without_input_ = true;
   process();
 }
 
-void Connection::flush() {
+template <typename Stream>
+void StreamConnection<Stream>::flush() {
   if (!out_.empty()) {
-    boost::system::error_code ec;
-    const size_t n = socket_.write_some(boost::asio::buffer(out_), ec);
-    if (ec && !would_block(ec)) {
-      close();
+    if constexpr (kTls) {
+      // Always async: a sync write on an ssl::stream over a non-blocking socket may stop
+      // in the middle of a record, which the TLS engine cannot resume.
+      write_async(0);
       return;
+    } else {
+      boost::system::error_code ec;
+      const size_t n = stream_.write_some(boost::asio::buffer(out_), ec);
+      if (ec && !would_block(ec)) {
+        close();
+        return;
+      }
+      if (n < out_.size()) {
+        write_async(n);
+        return;
+      }
+      out_.clear();
+      if (out_.capacity() > kKeepOutput) std::string().swap(out_);
     }
-    if (n < out_.size()) {
-      state_ = State::kWriting;
-      write_start_ = Clock::now();
-      boost::asio::async_write(
-          socket_, boost::asio::buffer(out_.data() + n, out_.size() - n),
-          [self = shared_from_this()](const boost::system::error_code& write_ec, size_t) {
-            self->on_write(write_ec);
-          });
-      return;
-    }
-    out_.clear();
-    if (out_.capacity() > kKeepOutput) std::string().swap(out_);
   }
   if (close_after_write_) {
     close();
@@ -309,8 +479,10 @@ void Connection::flush() {
     // recursion when every write completes at once.
     feed_after_write_ = false;
     state_ = State::kRunning;
-    boost::asio::post(loop_.ctx, [self = shared_from_this()] {
-      if (self->state_ != State::kClosed) self->process();
+    boost::asio::post(loop_.ctx, [self = this->shared_from_this()] {
+      if (self->state_ == State::kClosed) return;
+      self->feed_without_input_ = true;
+      self->process();
     });
     return;
   }
@@ -321,7 +493,17 @@ void Connection::flush() {
   start_read();
 }
 
-void Connection::on_write(const boost::system::error_code& ec) {
+template <typename Stream>
+void StreamConnection<Stream>::write_async(size_t from) {
+  state_ = State::kWriting;
+  write_start_ = Clock::now();
+  boost::asio::async_write(stream_, boost::asio::buffer(out_.data() + from, out_.size() - from),
+                           [self = this->shared_from_this()](const boost::system::error_code& ec,
+                                                             size_t) { self->on_write(ec); });
+}
+
+template <typename Stream>
+void StreamConnection<Stream>::on_write(const boost::system::error_code& ec) {
   if (state_ == State::kClosed) return;
   state_ = State::kRunning;
   if (ec) {
@@ -334,15 +516,34 @@ void Connection::on_write(const boost::system::error_code& ec) {
   flush();
 }
 
-void Connection::close() {
+template <typename Stream>
+void StreamConnection<Stream>::close() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   boost::system::error_code ec;
   // FIN after the answers already queued in the kernel; close() cancels pending ops.
-  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
-  socket_.close(ec);
+  // TLS sends no close_notify: that is one more write through the TLS engine, and closing
+  // must not wait for a client. Both protocols frame their answers, so a client still
+  // knows it got each one whole.
+  socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+  socket().close(ec);
   loop_.connections.erase(this);
   loop_.shared.connection_closed();
+}
+
+// Both kinds are built here, and only here (make_connection).
+template class StreamConnection<Socket>;
+template class StreamConnection<TlsStream>;
+
+std::shared_ptr<Connection> make_connection(Loop& loop, Socket socket,
+                                            std::unique_ptr<Session> session,
+                                            const TlsContext* tls) {
+  if (tls == nullptr) {
+    return std::make_shared<StreamConnection<Socket>>(loop, std::move(socket), std::move(session),
+                                                      NoContext{});
+  }
+  return std::make_shared<StreamConnection<TlsStream>>(loop, std::move(socket), std::move(session),
+                                                       tls->current());
 }
 
 }  // namespace idforge::server::net

@@ -18,7 +18,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +27,7 @@
 
 #include "server/net_spin.h"
 #include "server/session.h"
+#include "server/tls_context.h"
 
 namespace idforge::server::net {
 
@@ -54,6 +54,7 @@ struct NetShared {
   std::atomic<uint64_t> rejected{0};
   std::atomic<uint64_t> timeouts{0};
   std::atomic<uint64_t> oversized{0};
+  std::atomic<uint64_t> tls_handshake_failures{0};  // failed or timed out
 
   // Set once by shutdown(); a connection that starts after it closes at once. Relaxed:
   // shutdown() then posts to every loop, and that post orders the store before the loop's
@@ -102,76 +103,35 @@ struct Loop {
   }
 };
 
-// One client connection: reads bytes, drives its Session, writes answers in order.
+// One client connection: reads bytes, drives its Session, writes answers in order. The
+// Loop and shutdown reach it through this interface (rarely: sweeps, shutdown); the
+// per-read and per-write work is in StreamConnection<Stream> (net_connection.cc), one
+// class for plain TCP and one for TLS, so a plain connection pays no virtual call or
+// TLS check on its hot path.
+//
 // Owned by shared_ptrs held in its pending handlers (read, write, a worker job); the
 // Loop keeps only a raw pointer, removed on close.
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection {
  public:
-  Connection(Loop& loop, Socket socket, std::unique_ptr<Session> session);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  virtual ~Connection() = default;
 
   // All on the loop thread.
-  void start();
+  virtual void start() = 0;
   // Shutdown: finish the requests already received (and their jobs), write the answers,
-  // then close; a connection waiting for bytes closes now, after Session::on_timeout.
-  void drain();
+  // then close; a connection waiting for bytes closes now, after Session::on_timeout
+  // (plain TCP; a TLS one just closes).
+  virtual void drain() = 0;
   // Closes now. A job still running finishes on its worker; its answer is dropped.
-  void abort() { close(); }
+  virtual void abort() = 0;
   // Closes the connection if a deadline passed.
-  void check_timeouts(Clock::time_point now);
-
- private:
-  enum class State {
-    kNew,      // built, start() not run yet
-    kRunning,  // in a handler on the loop thread (feeding, flushing)
-    kReading,  // an async read is pending
-    kJob,      // a kBlocking job runs on the worker pool
-    kWriting,  // an async write is pending
-    kClosed,
-  };
-
-  void start_read();
-  void on_read(const boost::system::error_code& ec, size_t n);
-  void process();
-  void run_job(std::function<void(std::string&)> job);
-  void on_job_done(bool ok);
-  void flush();
-  void on_write(const boost::system::error_code& ec);
-  void time_out(bool answer);
-  // Lets the session add a last answer (Session::on_timeout), tries to write it, closes.
-  void close_with_last_answer();
-  void close();
-
-  size_t pending() const { return end_ - begin_; }
-  std::string_view input() const { return {buf_.get() + begin_, end_ - begin_}; }
-  void consume(size_t n);
-  void make_room();
-
-  Loop& loop_;
-  Socket socket_;
-  std::unique_ptr<Session> session_;
-  State state_ = State::kNew;
-  bool draining_ = false;
-  bool close_after_write_ = false;
-  bool feed_after_write_ = false;
-  bool feed_after_job_ = false;  // a job just finished: ask the session even without input  // the
-                                 // session said kFlush: more answers are due
-
-  // Input: bytes [begin_, end_) of buf_ are received and not yet consumed. Reused for
-  // the connection's life; grows only when one request does not fit.
-  std::unique_ptr<char[]> buf_;
-  size_t cap_ = 0;
-  size_t begin_ = 0;
-  size_t end_ = 0;
-  // Answers not yet written; pipelined answers accumulate and leave in one write.
-  std::string out_;
-  size_t job_mark_ = 0;  // out_.size() when the running job started
-
-  Clock::time_point last_active_;    // last read, or end of a job or a slow write
-  Clock::time_point request_start_;  // when the unconsumed input started arriving
-  Clock::time_point write_start_;    // when the pending async write began
+  virtual void check_timeouts(Clock::time_point now) = 0;
 };
+
+// A connection for a socket accepted for `loop` (not started: post start() to the loop).
+// With `tls`, it speaks TLS with the context current now (a reload later does not change
+// it); without, plain TCP.
+std::shared_ptr<Connection> make_connection(Loop& loop, Socket socket,
+                                            std::unique_ptr<Session> session,
+                                            const TlsContext* tls);
 
 }  // namespace idforge::server::net

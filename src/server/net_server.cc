@@ -79,11 +79,17 @@ namespace {
 
 // A listening socket on one loop, handing accepted connections round-robin to all loops.
 struct Listener {
-  Listener(Loop& l, std::string n, SessionFactory f)
-      : loop(l), name(std::move(n)), factory(std::move(f)), acceptor(l.ctx), retry(l.ctx) {}
+  Listener(Loop& l, std::string n, SessionFactory f, std::shared_ptr<TlsContext> t)
+      : loop(l),
+        name(std::move(n)),
+        factory(std::move(f)),
+        tls(std::move(t)),
+        acceptor(l.ctx),
+        retry(l.ctx) {}
   Loop& loop;
   std::string name;
   SessionFactory factory;
+  std::shared_ptr<TlsContext> tls;  // null: plain TCP
   net::Acceptor acceptor;
   net::Timer retry;  // backs off after an accept error such as EMFILE
   // Failures that repeat while the cause lasts: logged once per run and window.
@@ -197,7 +203,8 @@ void NetServer::Impl::on_accept(Listener& l, Loop& target, const boost::system::
                                  {{"listener", l.name}});
       if (access_log) session->set_access_log(access_log.get());
     }
-    auto conn = std::make_shared<Connection>(target, std::move(socket), std::move(session));
+    std::shared_ptr<Connection> conn =
+        net::make_connection(target, std::move(socket), std::move(session), l.tls.get());
     asio::post(target.ctx, [conn] { conn->start(); });
   }
   accept_next(l);
@@ -276,7 +283,7 @@ NetServer::NetServer(NetOptions options) : impl_(std::make_unique<Impl>(options)
 NetServer::~NetServer() { shutdown(std::chrono::milliseconds(0)); }
 
 Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
-                                   SessionFactory factory) {
+                                   SessionFactory factory, std::shared_ptr<TlsContext> tls) {
   IDFORGE_ASSIGN_OR_RETURN(Endpoint parsed, parse_endpoint(endpoint));
   std::lock_guard<std::mutex> lock(impl_->control);
   if (impl_->state == Impl::State::kStopped) {
@@ -289,7 +296,7 @@ Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
       host == "localhost" ? asio::ip::address(asio::ip::address_v4::loopback())
                           : asio::ip::make_address(host, ec);  // checked by parse_endpoint
   Loop& loop = *impl_->loops[impl_->listeners.size() % impl_->loops.size()];
-  auto listener = std::make_unique<Listener>(loop, name, std::move(factory));
+  auto listener = std::make_unique<Listener>(loop, name, std::move(factory), std::move(tls));
   tcp::acceptor::endpoint_type bind_to(address, parsed.port);
   auto fail = [&](std::string_view what) {
     return Status::IoError(
@@ -370,6 +377,7 @@ NetStats NetServer::stats() const {
   out.connections_rejected = s.rejected.load(std::memory_order_relaxed);
   out.timeouts = s.timeouts.load(std::memory_order_relaxed);
   out.oversized = s.oversized.load(std::memory_order_relaxed);
+  out.tls_handshake_failures = s.tls_handshake_failures.load(std::memory_order_relaxed);
   return out;
 }
 

@@ -23,6 +23,7 @@
 
 #include "idforge/status.h"
 #include "server/session.h"
+#include "server/tls_context.h"
 
 namespace idforge::server {
 
@@ -55,10 +56,11 @@ Result<Endpoint> parse_endpoint(std::string_view text);
 
 struct NetStats {
   uint64_t connections_open = 0;
-  uint64_t connections_total = 0;     // accepted and served (rejected ones not included)
-  uint64_t connections_rejected = 0;  // over max_connections
-  uint64_t timeouts = 0;              // closed for idle or slow requests
-  uint64_t oversized = 0;             // closed for max_pending_bytes
+  uint64_t connections_total = 0;       // accepted and served (rejected ones not included)
+  uint64_t connections_rejected = 0;    // over max_connections
+  uint64_t timeouts = 0;                // closed for idle or slow requests
+  uint64_t oversized = 0;               // closed for max_pending_bytes
+  uint64_t tls_handshake_failures = 0;  // TLS handshakes that failed or timed out
 };
 
 class NetServer {
@@ -71,7 +73,9 @@ class NetServer {
   // Binds and listens (before start()). Returns the bound endpoint (the real port when
   // 0 was asked). `name` labels the listener in logs and stats ("http", "resp").
   // "localhost" binds 127.0.0.1. IoError when the address cannot be bound.
-  Result<Endpoint> listen(std::string_view endpoint, std::string name, SessionFactory factory);
+  // With `tls` its connections speak TLS (the session sees the plaintext); null: plain TCP.
+  Result<Endpoint> listen(std::string_view endpoint, std::string name, SessionFactory factory,
+                          std::shared_ptr<TlsContext> tls = nullptr);
 
   // Starts the I/O and worker threads; returns at once.
   Status start();

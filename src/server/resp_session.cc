@@ -68,6 +68,7 @@ constexpr CommandSpec kCommands[] = {
     {"ping", 1, 2, Route::kRespOther, &RespSession::ping},
     {"echo", 2, 2, Route::kRespOther, &RespSession::echo},
     {"hello", 1, kAny, Route::kRespOther, &RespSession::hello},
+    {"auth", 2, kAny, Route::kRespOther, &RespSession::auth},
     {"info", 1, kAny, Route::kRespOther, &RespSession::info},
     {"command", 1, kAny, Route::kRespOther, &RespSession::command},
     {"client", 2, kAny, Route::kRespOther, &RespSession::client},
@@ -119,6 +120,8 @@ Result<uint64_t> RespSession::count_arg(Args args, size_t index) const {
 
 Session::Step RespSession::feed(std::string_view in, std::string& out) {
   if (closed_) return {in.size(), Next::kClose, {}};
+  // A batch in progress goes first: its answer comes before those of later commands.
+  if (batch_ && !continue_batch(out)) return {0, Next::kFlush, {}};
   size_t pos = 0;
   RequestTally tally(service_.metrics(), kProtocolIndex);
   start_ = tally.start();
@@ -148,7 +151,10 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
     sampled_ = access_log_ != nullptr && access_log_->sample();
     command_ = spec != nullptr ? spec->name : std::string_view();
     Answer answer;
-    if (spec == nullptr) {
+    InFlight ticket;  // the command's place under its token's in_flight limit
+    if (!connection_admits(spec, out, &answer)) {
+      // refused: the connection's rate
+    } else if (spec == nullptr) {
       put_unknown_command(out, args);
       answer.status = 404;
       multi_refused_ = multi_refused_ || in_multi_;  // as Redis: EXEC then aborts
@@ -156,18 +162,40 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
       put_error(out, fmt::format("ERR wrong number of arguments for '{}' command", spec->name));
       answer.status = 400;
       multi_refused_ = multi_refused_ || in_multi_;
+    } else if (!token_admits(*spec, args, out, &ticket, &answer)) {
+      // refused: NOAUTH, NOPERM or a limit of the token
     } else if (in_multi_ && !spec->not_queued) {
       answer = queue(*spec, args, out);
     } else {
+      sliceable_ = !spec->not_queued;  // not EXEC: its answer is one array, made at once
       answer = (this->*spec->handler)(args, out);
+      sliceable_ = false;
     }
-    // A job writes its own access line (segment_ids, exec).
-    if (answer.next == Next::kBlocking) return {pos, Next::kBlocking, std::move(job_)};
+    if (batch_ && answer.next == Next::kFlush) {  // start_batch: counted when complete
+      batch_->route = route;
+      batch_->command = command_;
+      batch_->sampled = sampled_;
+      batch_->start = start_;
+      batch_->ticket = std::move(ticket);
+      return {pos, Next::kFlush, {}};
+    }
+    // A job writes its own access line (segment_ids, exec), and holds the command's
+    // in-flight place until it has answered.
+    if (answer.next == Next::kBlocking) {
+      if (ticket.holds()) {
+        job_ = [job = std::move(job_),
+                held = std::make_shared<InFlight>(std::move(ticket))](std::string& answer_out) {
+          job(answer_out);
+          held->release();
+        };
+      }
+      return {pos, Next::kBlocking, std::move(job_)};
+    }
     if (answer.status != kQueued) {
       tally.add(route, answer.status);
       if (sampled_) {
         access_log_->write_resp(spec != nullptr ? spec->name : args[0], answer.status,
-                                seconds_since(start_));
+                                seconds_since(start_), token_label());
       }
     }
     if (answer.next == Next::kClose) {
@@ -196,6 +224,8 @@ Answer RespSession::hello(Args args, std::string& out) {
   int proto = proto_;
   std::string_view new_name;
   bool set_name = false;
+  std::string_view password;
+  bool auth_given = false;
   if (args.size() > 1) {
     long long version = 0;
     const char* end = args[1].data() + args[1].size();
@@ -210,8 +240,10 @@ Answer RespSession::hello(Args args, std::string& out) {
     }
     proto = static_cast<int>(version);
     for (size_t i = 2; i < args.size();) {
-      // AUTH is accepted and ignored: the server has no users or passwords.
+      // AUTH user secret: the token is the secret; the user name is ignored.
       if (text::equals_ignore_case(args[i], "auth") && i + 2 < args.size()) {
+        password = args[i + 2];
+        auth_given = true;
         i += 3;
       } else if (text::equals_ignore_case(args[i], "setname") && i + 1 < args.size()) {
         if (!valid_client_name(args[i + 1])) {
@@ -226,6 +258,21 @@ Answer RespSession::hello(Args args, std::string& out) {
         return {400};
       }
     }
+  }
+  // As Redis: a wrong secret leaves the protocol as it was; without tokens there is
+  // no user to be (never a silent OK); unauthenticated, HELLO says how to be.
+  if (auth_given && (!auth_.on() || auth_.authenticate(password) == nullptr)) {
+    if (auth_.on()) service_.metrics().record_auth_failure(kProtocolIndex, AuthFailure::kWrong);
+    put_error(out, "WRONGPASS invalid username-password pair or user is disabled.");
+    return {401};
+  }
+  if (auth_.on() && auth_.token() == nullptr) {
+    service_.metrics().record_auth_failure(kProtocolIndex, AuthFailure::kMissing);
+    put_error(out,
+              "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+              "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+              "the RESP protocol version at the same time");
+    return {401};
   }
   proto_ = proto;
   if (set_name) name_ = new_name;
@@ -247,6 +294,7 @@ Answer RespSession::hello(Args args, std::string& out) {
 Answer RespSession::id_snowflake(Args args, std::string& out) {
   Result<uint64_t> count = count_arg(args, 1);
   if (!count.ok()) return {put_status(out, count.status())};
+  if (may_slice(*count)) return start_batch(BatchKind::kSnowflake, *count, args.size() > 1);
   ids_.resize(*count);
   const std::span<uint64_t> ids(ids_.data(), *count);
   const Status made = service_.snowflake(ids);
@@ -258,6 +306,7 @@ Answer RespSession::id_snowflake(Args args, std::string& out) {
 Answer RespSession::id_uuid7(Args args, std::string& out) {
   Result<uint64_t> count = count_arg(args, 1);
   if (!count.ok()) return {put_status(out, count.status())};
+  if (may_slice(*count)) return start_batch(BatchKind::kUuid7, *count, args.size() > 1);
   uuids_.resize(*count);
   service_.uuid7(uuids_);
   if (args.size() > 1) put_number(out, '*', *count);
@@ -268,6 +317,7 @@ Answer RespSession::id_uuid7(Args args, std::string& out) {
 Answer RespSession::id_ulid(Args args, std::string& out) {
   Result<uint64_t> count = count_arg(args, 1);
   if (!count.ok()) return {put_status(out, count.status())};
+  if (may_slice(*count)) return start_batch(BatchKind::kUlid, *count, args.size() > 1);
   ulids_.resize(*count);
   service_.ulid(ulids_);
   if (args.size() > 1) put_number(out, '*', *count);
@@ -473,12 +523,12 @@ Answer RespSession::quit(Args, std::string& out) {
 }  // namespace resp
 
 SessionFactory make_resp_session_factory(IdService& service, RespOptions options) {
-  (void)options;
+  if (options.auth) service.metrics().show_tokens(options.auth);
   auto next_id = std::make_shared<std::atomic<uint64_t>>(0);
-  return [&service, next_id]() -> std::unique_ptr<Session> {
+  return [&service, next_id, options]() -> std::unique_ptr<Session> {
     // Relaxed: the ids only need to differ, not to order anything.
     return std::make_unique<resp::RespSession>(
-        service, next_id->fetch_add(1, std::memory_order_relaxed) + 1);
+        service, next_id->fetch_add(1, std::memory_order_relaxed) + 1, options);
   };
 }
 

@@ -1,10 +1,17 @@
 // The Redis-protocol front end (docs/api.md, "RESP"): a Session that reads commands with
 // RespParser, answers them from IdService and formats RESP2, or RESP3 after `HELLO 3`.
-// Commands: PING, ECHO, HELLO, INCR, INCRBY, ID.NEXT, ID.SNOWFLAKE, ID.UUID7, ID.ULID,
-// ID.DECODE, INFO, COMMAND, CLIENT, SELECT, QUIT, MULTI, EXEC, DISCARD; DECR, DECRBY,
-// INCRBYFLOAT, GET and SET are refused with the reason (docs/api.md, "Increments").
-// The commands are implemented in resp_session.cc, resp_increment.cc and
-// resp_transaction.cc over the class in resp_session_impl.h.
+// Commands: PING, ECHO, HELLO, AUTH, INCR, INCRBY, ID.NEXT, ID.SNOWFLAKE, ID.UUID7,
+// ID.ULID, ID.DECODE, INFO, COMMAND, CLIENT, SELECT, QUIT, MULTI, EXEC, DISCARD; DECR,
+// DECRBY, INCRBYFLOAT, GET and SET are refused with the reason (docs/api.md,
+// "Increments"). The commands are implemented in resp_session.cc, resp_increment.cc,
+// resp_transaction.cc and resp_auth.cc over the class in resp_session_impl.h.
+//
+// With RespOptions::auth (client tokens, auth.h) a connection must `AUTH SECRET` (or
+// `AUTH USER SECRET`, `HELLO 3 AUTH USER SECRET`: the user name is ignored) before any
+// command but AUTH, HELLO and QUIT, and each command wants its token's scope and stays
+// within its limits; the answers are Redis 7's (NOAUTH, WRONGPASS, NOPERM) word for word
+// (resp_auth.cc). Without tokens AUTH is refused as Redis refuses it with no password
+// set. RespOptions::limits caps each connection's command rate.
 //
 // Answers to INCR, INCRBY, ID.NEXT and ID.SNOWFLAKE are written straight into the output
 // buffer with no allocation per answer. A segment request the tag's buffer cannot fill
@@ -25,14 +32,20 @@
 // A session belongs to one connection; the factory may be called from any thread.
 #pragma once
 
+#include <memory>
+
+#include "server/auth.h"
 #include "server/id_service.h"
+#include "server/rate_limit.h"
 #include "server/session.h"
 
 namespace idforge::server {
 
+// The protocol limits are RespParser's and the request limits (max_count,
+// segment_wait_ms) the service's.
 struct RespOptions {
-  // Nothing to tune yet: the protocol limits are RespParser's and the request limits
-  // (max_count, segment_wait_ms) are the service's.
+  std::shared_ptr<Auth> auth;  // client tokens (auth.h); null: none, as before tokens
+  ConnectionLimits limits;     // each connection's command rate; 0: none
 };
 
 // `service` must outlive every session the factory makes.

@@ -4,6 +4,8 @@
 //   resp_increment.cc    INCR, INCRBY, ID.NEXT (segment IDs) and the forms refused with a
 //                        reason (DECR, DECRBY, INCRBYFLOAT, GET, SET)
 //   resp_transaction.cc  MULTI, EXEC, DISCARD
+//   resp_auth.cc         AUTH, and the checks of tokens and limits before each command
+//   resp_batch.cc        large ID.SNOWFLAKE/UUID7/ULID batches, made in slices
 // Private to those files: the rest of the server knows only make_resp_session_factory
 // (resp_session.h), whose comment describes the protocol.
 //
@@ -22,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,9 +32,12 @@
 
 #include "idforge/ulid.h"
 #include "idforge/uuid.h"
+#include "server/auth.h"
 #include "server/id_service.h"
 #include "server/metrics.h"
+#include "server/rate_limit.h"
 #include "server/resp_parser.h"
+#include "server/resp_session.h"
 #include "server/session.h"
 
 namespace idforge::server::resp {
@@ -58,6 +64,9 @@ struct Answer {
 };
 inline constexpr int kQueued = 0;
 
+// The kinds of IDs a batch made in slices holds (resp_batch.cc).
+enum class BatchKind { kSnowflake, kUuid7, kUlid };
+
 class RespSession;
 using Handler = Answer (RespSession::*)(Args args, std::string& out);
 
@@ -75,6 +84,10 @@ struct CommandSpec {
 };
 inline constexpr size_t kAny = static_cast<size_t>(-1);
 
+// The IDs a command asks for (1 when its count is absent); a count that will be
+// refused when the command runs asks for none.
+uint64_t ids_asked(const CommandSpec& spec, Args args, uint64_t max_count);
+
 // How segment IDs are answered.
 enum class IdsForm {
   kOne,    // ":N" (INCR, INCRBY tag 1, ID.NEXT without a count)
@@ -84,7 +97,8 @@ enum class IdsForm {
 
 class RespSession final : public Session {
  public:
-  RespSession(IdService& service, uint64_t client_id) : service_(service), id_(client_id) {}
+  RespSession(IdService& service, uint64_t client_id, const RespOptions& options)
+      : service_(service), id_(client_id), auth_(options.auth), limits_(options.limits) {}
 
   Step feed(std::string_view in, std::string& out) override;
 
@@ -92,6 +106,8 @@ class RespSession final : public Session {
   Answer ping(Args args, std::string& out);
   Answer echo(Args args, std::string& out);
   Answer hello(Args args, std::string& out);
+  // resp_auth.cc
+  Answer auth(Args args, std::string& out);
   Answer info(Args args, std::string& out);
   Answer command(Args args, std::string& out);
   Answer client(Args args, std::string& out);
@@ -132,6 +148,40 @@ class RespSession final : public Session {
   // on the store itself.
   Answer segment_ids(std::string_view tag, uint64_t count, IdsForm form, std::string& out);
 
+  // resp_auth.cc: the checks before a command runs or is queued. Each returns true to
+  // go on, or writes the refusal (as Redis words it; a refused EXEC discards the
+  // transaction, a command refused inside MULTI makes EXEC abort) and sets *answer.
+  // The connection's rate (every command but QUIT; `spec` null for an unknown one).
+  bool connection_admits(const CommandSpec* spec, std::string& out, Answer* answer);
+  // The token (tokens on): authenticated (NOAUTH), the command's scope (NOPERM), its
+  // limits; `ticket` then holds the command's in-flight place.
+  bool token_admits(const CommandSpec& spec, Args args, std::string& out, InFlight* ticket,
+                    Answer* answer);
+  // EXEC: a queued command whose scope the token lost since (a reload) answers NOPERM
+  // in its place, as Redis re-checks ACLs at EXEC.
+  bool still_permitted(const CommandSpec& spec, Args args, std::string& out);
+  // The connection's token as of the tokens now loaded; null without tokens, before
+  // AUTH, or once it was removed from the file.
+  const Token* current_token();
+  // Its name for the access log; "" for none.
+  std::string_view token_label() {
+    const Token* token = current_token();
+    return token != nullptr ? std::string_view(token->spec.name) : std::string_view();
+  }
+  void reject(const CommandSpec* spec, std::string_view error, std::string& out);
+  int64_t now_ns() const { return auth_.on() ? auth_.auth().now_ns() : steady_now_ns(); }
+
+  // resp_batch.cc: a batch of more than ServiceConfig::batch_slice IDs, asked by a
+  // command sent on its own (not queued by MULTI), is made and written one slice per
+  // feed(), the loop serving other connections in between (Session::Next::kFlush).
+  bool may_slice(uint64_t count) const {
+    return sliceable_ && service_.config().batch_slice > 0 && count > service_.config().batch_slice;
+  }
+  // Starts it: answers kFlush; feed() then gives the batch the command's bookkeeping.
+  Answer start_batch(BatchKind kind, uint64_t count, bool as_array);
+  // One slice of the batch in progress; true once its answer is complete and counted.
+  bool continue_batch(std::string& out);
+
   // MULTI: keeps a command for EXEC, within the limits above.
   Answer queue(const CommandSpec& spec, Args args, std::string& out);
   void end_multi();
@@ -144,6 +194,9 @@ class RespSession final : public Session {
 
   IdService& service_;
   const uint64_t id_;
+  AuthView auth_;  // the connection's token (auth.h); off without tokens
+  const ConnectionLimits limits_;
+  RateLimiter connection_rate_;
   RespParser parser_;
   int proto_ = 2;
   bool closed_ = false;
@@ -159,6 +212,25 @@ class RespSession final : public Session {
   std::vector<uint64_t> ids_;
   std::vector<Uuid> uuids_;
   std::vector<Ulid> ulids_;
+
+  // The batch being made in slices, if any: IDs are all made first (an error then
+  // answers alone, as for a batch made in one go), then written.
+  struct Batch {
+    BatchKind kind = BatchKind::kSnowflake;
+    uint64_t count = 0;
+    uint64_t made = 0;
+    uint64_t written = 0;
+    bool as_array = false;
+    // The command's bookkeeping, set by feed(): metrics and the access log count it
+    // once its answer is complete; its in-flight place is held until then.
+    Route route = Route::kSnowflake;
+    std::string_view command;
+    bool sampled = false;
+    Clock::time_point start;
+    InFlight ticket;
+  };
+  std::optional<Batch> batch_;
+  bool sliceable_ = false;  // the handler running was called by feed() itself
 
   // MULTI ... EXEC.
   bool in_multi_ = false;

@@ -1,9 +1,10 @@
 // MULTI, EXEC and DISCARD, as Redis answers them (docs/api.md, "Transactions"): after
 // MULTI each command is checked (known, right number of arguments, within the limits
-// of resp_session_impl.h) and answered +QUEUED; one refused while queueing makes EXEC
-// answer -EXECABORT. EXEC runs the queued commands in order and answers the array of
-// their answers, an error among them answered in its place. A nested MULTI, or EXEC or
-// DISCARD without MULTI, is an error that changes nothing, with Redis's words.
+// of resp_session_impl.h, in its token's scope and limits: resp_auth.cc) and answered
+// +QUEUED; one refused while queueing makes EXEC answer -EXECABORT. EXEC runs the
+// queued commands in order and answers the array of their answers, an error among
+// them answered in its place. A nested MULTI, or EXEC or DISCARD without MULTI, is an
+// error that changes nothing, with Redis's words.
 //
 // The answers of an EXEC cannot be interleaved with anything, so when a queued command
 // must wait on the store (a segment buffer ran dry) the EXEC becomes one kBlocking job:
@@ -24,18 +25,13 @@
 #include "server/resp_session_impl.h"
 
 namespace idforge::server::resp {
-namespace {
 
-// The IDs a command asks for (1 when its count is absent); a count that will be
-// refused when the command runs asks for none.
 uint64_t ids_asked(const CommandSpec& spec, Args args, uint64_t max_count) {
   if (spec.count_at == 0) return 0;
   if (args.size() <= spec.count_at) return 1;
   Result<uint64_t> count = parse_request_count(args[spec.count_at], max_count);
   return count.ok() ? *count : 0;
 }
-
-}  // namespace
 
 Answer RespSession::multi(Args, std::string& out) {
   if (in_multi_) {
@@ -70,6 +66,8 @@ Answer RespSession::queue(const CommandSpec& spec, Args args, std::string& out) 
   for (std::string_view arg : args) bytes += arg.size();
   const uint64_t max_ids = service_.config().max_count;
   const uint64_t ids = ids_asked(spec, args, max_ids);
+  const Token* token = current_token();
+  const uint64_t token_max_ids = token != nullptr ? token->spec.limits.max_ids : 0;
   std::string refused;
   if (queued_.size() >= kMaxQueued) {
     refused = fmt::format("ERR a transaction holds at most {} commands", kMaxQueued);
@@ -81,6 +79,15 @@ Answer RespSession::queue(const CommandSpec& spec, Args args, std::string& out) 
         "ERR a transaction asks for at most {} IDs in all (max_count), as one request does; "
         "this one would ask for {}",
         max_ids, queued_ids_ + ids);
+  } else if (token_max_ids != 0 && queued_ids_ + ids > token_max_ids) {
+    // The token's max_ids bounds a transaction as it bounds one request.
+    service_.metrics().record_limit_refusal(kProtocolIndex, Limit::kMaxIds, /*connection=*/false);
+    token->state->limit_refusals[static_cast<size_t>(Limit::kMaxIds)].fetch_add(
+        1, std::memory_order_relaxed);
+    refused = fmt::format(
+        "ERR max_ids: token '{}' may ask for at most {} IDs in one request, a transaction "
+        "too; this one would ask for {}",
+        token->spec.name, token_max_ids, queued_ids_ + ids);
   }
   if (!refused.empty()) {
     put_error(out, refused);
@@ -119,9 +126,10 @@ Answer RespSession::run_exec(std::string& out) {
     const Answer answer = run_queued(exec_queue_[exec_next_], exec_replies_);
     if (answer.next == Next::kBlocking) {
       // job_ finishes the command that waits; this job wraps it and runs the rest.
+      std::string token_name = sampled_ ? std::string(token_label()) : std::string();
       job_ = [this, waits = std::move(job_), start = start_,
-              access = sampled_ ? access_log_ : nullptr,
-              exec_command = command_](std::string& answer_out) {
+              access = sampled_ ? access_log_ : nullptr, exec_command = command_,
+              token = std::move(token_name)](std::string& answer_out) {
         waits(exec_replies_);
         ++exec_next_;
         may_wait_ = true;
@@ -129,7 +137,9 @@ Answer RespSession::run_exec(std::string& out) {
         may_wait_ = false;
         service_.metrics().record_request(kProtocolIndex, Route::kRespOther, rest.status,
                                           seconds_since(start));
-        if (access != nullptr) access->write_resp(exec_command, rest.status, seconds_since(start));
+        if (access != nullptr) {
+          access->write_resp(exec_command, rest.status, seconds_since(start), token);
+        }
       };
       return {0, Next::kBlocking};
     }
@@ -148,11 +158,15 @@ Answer RespSession::run_queued(const Queued& queued, std::string& out) {
       std::exchange(sampled_, access_log_ != nullptr && access_log_->sample());
   const std::string_view exec_command = std::exchange(command_, queued.spec->name);
   exec_args_.assign(queued.args.begin(), queued.args.end());
-  const Answer answer = (this->*queued.spec->handler)(exec_args_, out);
+  const Answer answer = still_permitted(*queued.spec, exec_args_, out)
+                            ? (this->*queued.spec->handler)(exec_args_, out)
+                            : Answer{403};
   if (answer.next != Next::kBlocking) {  // a job counts its own
     service_.metrics().record_request(kProtocolIndex, queued.spec->route, answer.status,
                                       seconds_since(start_));
-    if (sampled_) access_log_->write_resp(command_, answer.status, seconds_since(start_));
+    if (sampled_) {
+      access_log_->write_resp(command_, answer.status, seconds_since(start_), token_label());
+    }
   }
   sampled_ = exec_sampled;
   command_ = exec_command;

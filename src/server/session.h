@@ -28,7 +28,9 @@ class Session {
     kNeedMore,  // answered every complete request in `in`; read more bytes
     kBlocking,  // the next request must wait on a backend: run `blocking` off the I/O thread
     kClose,     // write `out`, then close the connection (QUIT, Connection: close, bad input)
-    // `out` reached kFlushBytes: write it, then call feed() again on the rest. Bounds the
+    // Write `out`, then call feed() again on the rest, even when no input is left, after
+    // the loop has served its other connections. For `out` that reached kFlushBytes, and
+    // for a large batch made in slices (limits.batch_slice). Bounds the
     // memory one connection's pipelined requests can make the server hold: without it,
     // 1 MiB of pipelined "ID.UUID7 10000" would be answered as gigabytes at once.
     kFlush,

@@ -163,6 +163,10 @@ for target in /lib/systemd/system/*.target; do
   [ -e "$root/lib/systemd/system/$(basename "$target")" ] ||
     cp "$target" "$root/lib/systemd/system/"
 done
+# ExecReload's /bin/kill comes from procps, a dependency: on an installed system it is
+# there, so the empty root gets this machine's.
+mkdir -p "$root/bin"
+[ -e "$root/bin/kill" ] || cp /bin/kill "$root/bin/kill"
 MANPATH=$root/usr/share/man systemd-analyze verify --root="$root" \
   /lib/systemd/system/idforge.service >"$work/verify" 2>&1 ||
   { cat "$work/verify" >&2; fail "systemd-analyze verify failed"; }

@@ -19,6 +19,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))
+from serve_process import stop_server  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-redis
 
@@ -121,22 +125,8 @@ class Server:
         return [(e["command"], e["status"]) for e in lines if e.get("event") == "access"]
 
     def stop(self):
-        """Stops the server; returns what went wrong with it, if anything (an exit
-        other than the clean one after SIGTERM, a sanitizer's report)."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                return "did not stop within 10 s of SIGTERM"
-        log = self.log()
-        if "Sanitizer" in log or "runtime error:" in log:
-            return "a sanitizer reported:\n" + log[-4000:]
-        if self.proc.returncode != 0:
-            return f"exited {self.proc.returncode}:\n" + log[-2000:]
-        return None
+        """What went wrong with the server, if anything, once stopped (serve_process.py)."""
+        return stop_server(self.proc, self.log)
 
 
 def owned_ids(results):

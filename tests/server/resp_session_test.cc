@@ -206,7 +206,11 @@ TEST_F(RespSessionTest, HelloSwitchesProtocols) {
   EXPECT_EQ(ask_one("CLIENT GETNAME\r\n").null, true);  // failed HELLOs changed nothing
   EXPECT_EQ(send("CLIENT GETNAME\r\n").out, "$-1\r\n");
 
-  Reply three = ask_one("HELLO 3 AUTH default secret SETNAME app-1\r\n");
+  // Without tokens there is no user to authenticate as: never a silent OK (auth_resp_test.cc).
+  EXPECT_EQ(send("HELLO 3 AUTH default secret SETNAME app-1\r\n").out,
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(send("CLIENT GETNAME\r\n").out, "$-1\r\n");
+  Reply three = ask_one("HELLO 3 SETNAME app-1\r\n");
   ASSERT_EQ(three.type, '%');
   EXPECT_EQ(pairs_of(three)[2], std::make_pair(std::string("proto"), std::string("3")));
   EXPECT_EQ(send("CLIENT GETNAME\r\n").out, "$5\r\napp-1\r\n");
@@ -377,10 +381,10 @@ TEST_F(RespSessionTest, InfoSections) {
 TEST_F(RespSessionTest, CommandClientAndSelectForClientLibraries) {
   EXPECT_EQ(send("COMMAND\r\n").out, "*0\r\n");
   EXPECT_EQ(send("COMMAND DOCS\r\n").out, "*0\r\n");
-  EXPECT_EQ(send("command count\r\n").out, ":23\r\n");
+  EXPECT_EQ(send("command count\r\n").out, ":24\r\n");
   EXPECT_THAT(send("COMMAND FOO\r\n").out, StartsWith("-ERR unknown subcommand 'FOO'"));
   Reply list = ask_one("COMMAND LIST\r\n");
-  EXPECT_EQ(list.items.size(), 23u);
+  EXPECT_EQ(list.items.size(), 24u);
 
   EXPECT_EQ(send("CLIENT SETNAME worker-7\r\n").out, "+OK\r\n");
   EXPECT_EQ(send("CLIENT GETNAME\r\n").out, "$8\r\nworker-7\r\n");

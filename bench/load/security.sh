@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Security figures for docs/benchmarks.md, in one run on one machine:
+#
+#   TLS vs plain: one server with TLS on its listeners and plain ones beside them
+#     (plain_http, plain_resp), so both are measured on the same process: RESP
+#     ID.SNOWFLAKE with redis-benchmark (--tls for TLS) and GET /v1/snowflake with wrk
+#     (https:// for TLS), both on keep-alive connections; and the same with a token
+#     (AUTH / Authorization: Bearer) against none.
+#   Fairness: the p50 and p99 latency of single-ID requests (redis-benchmark, one
+#     connection) alone, then while other connections pull maximum batches
+#     (ID.SNOWFLAKE 10000), with batches made in slices (batch_slice 1024, the default,
+#     and 256) and in one go (batch_slice 0). The server runs one event loop, so both clients
+#     share it: the case slices are for.
+#
+# Usage: bench/load/security.sh [--seconds N] [--rounds N] [--idforge BIN]
+# Each figure is the median of --rounds runs (default 3), plain and TLS alternating.
+# Everything runs on 127.0.0.1 in a temporary directory, removed at the end. Prints
+# Markdown tables with ratios.
+set -euo pipefail
+
+seconds=5
+rounds=3
+clients=50
+bin=build/idforge
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --idforge) bin="$2"; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "security.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for tool in redis-benchmark wrk openssl; do
+  command -v "$tool" >/dev/null || { echo "security.sh: $tool is missing; run scripts/install-deps" >&2; exit 1; }
+done
+[ -x "$bin" ] || { echo "security.sh: $bin is not built; run make build" >&2; exit 1; }
+bin=$(realpath "$bin")
+
+work=$(mktemp -d /tmp/idforge-security-bench-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A throwaway CA and a server certificate for 127.0.0.1.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=bench CA" \
+  -keyout "$work/ca.key" -out "$work/ca.pem" >/dev/null 2>&1
+openssl req -new -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+  -keyout "$work/server.key" -out "$work/server.csr" >/dev/null 2>&1
+printf 'subjectAltName = IP:127.0.0.1\n' >"$work/server.ext"
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
+  -CAcreateserial -days 1 -extfile "$work/server.ext" -out "$work/server.pem" >/dev/null 2>&1
+token=bench-token-0123456789abcdef
+echo "$token * name=bench" >"$work/tokens.txt"
+
+start_idforge() {  # name args...
+  local name=$1; shift
+  "$bin" serve --data-dir "$work/$name" --registry static:0/1 --log-level warn "$@" \
+    >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  for _ in $(seq 100); do
+    grep -q '^idforge serve: resp ' "$work/$name.out" 2>/dev/null && return
+    sleep 0.1
+  done
+  cat "$work/$name.err" >&2
+  exit 1
+}
+port_of() { sed -n "s#^idforge serve: $2 [a-z]*://127.0.0.1:\\([0-9]*\\)/\\?\$#\\1#p" "$work/$1.out"; }
+tls_flags=(--tls-cert "$work/server.pem" --tls-key "$work/server.key")
+listen=(--http 127.0.0.1:0 --resp 127.0.0.1:0 --plain-http 127.0.0.1:0 --plain-resp 127.0.0.1:0)
+start_idforge open "${listen[@]}" "${tls_flags[@]}"
+start_idforge tokens "${listen[@]}" "${tls_flags[@]}" --tokens "$work/tokens.txt"
+
+median() { sort -n | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+# redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max". Prints "rps p99".
+resp_rate() {  # port extra-args...
+  local port=$1; shift
+  timeout $((seconds * 8 + 30)) redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" \
+    -n $((seconds * 60000)) --csv "$@" ID.SNOWFLAKE 2>/dev/null | tail -1 | tr -d '"' |
+    awk -F, '{ printf "%.0f %s\n", $2, $7 }'
+}
+# wrk --latency: "Requests/sec: N" and "99% 1.23ms". Prints "rps p99-ms".
+http_rate() {  # url extra-wrk-args...
+  local url=$1; shift
+  wrk -t "$(nproc)" -c "$clients" -d "${seconds}s" --latency "$@" "$url" | awk '
+    /Requests\/sec/ { rps = $2 }
+    $1 == "99%" { v = $2 + 0; if ($2 ~ /us$/) v /= 1000; else if ($2 ~ /[0-9]s$/) v *= 1000; p99 = v }
+    END { printf "%.0f %.3f\n", rps, p99 }'
+}
+
+row() {  # label plain-function tls-function
+  local plain_runs="" tls_runs="" i
+  for i in $(seq "$rounds"); do
+    plain_runs+="$($2)"$'\n'
+    tls_runs+="$($3)"$'\n'
+  done
+  local p t
+  p=$(printf '%s' "$plain_runs" | median)
+  t=$(printf '%s' "$tls_runs" | median)
+  # shellcheck disable=SC2086 # "rps p99" into two words
+  set -- "$1" $p $t
+  echo "| $1 | $2 | $4 | $(ratio "$4" "$2") | $3 | $5 |"
+}
+
+auth_header=(-H "Authorization: Bearer $token")
+open_resp_plain() { resp_rate "$(port_of open plain_resp)"; }
+open_resp_tls() { resp_rate "$(port_of open resp)" --tls --cacert "$work/ca.pem"; }
+open_http_plain() { http_rate "http://127.0.0.1:$(port_of open plain_http)/v1/snowflake"; }
+open_http_tls() { http_rate "https://127.0.0.1:$(port_of open http)/v1/snowflake"; }
+tok_resp_plain() { resp_rate "$(port_of tokens plain_resp)" -a "$token"; }
+tok_resp_tls() { resp_rate "$(port_of tokens resp)" -a "$token" --tls --cacert "$work/ca.pem"; }
+tok_http_plain() { http_rate "http://127.0.0.1:$(port_of tokens plain_http)/v1/snowflake" "${auth_header[@]}"; }
+tok_http_tls() { http_rate "https://127.0.0.1:$(port_of tokens http)/v1/snowflake" "${auth_header[@]}"; }
+
+echo "## TLS against plain TCP ($clients keep-alive connections, median of $rounds runs of ${seconds} s)"
+echo
+echo "| request | plain req/s | TLS req/s | TLS / plain | plain p99 ms | TLS p99 ms |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+row "RESP ID.SNOWFLAKE" open_resp_plain open_resp_tls
+row "HTTP GET /v1/snowflake" open_http_plain open_http_tls
+row "RESP ID.SNOWFLAKE, token" tok_resp_plain tok_resp_tls
+row "HTTP GET /v1/snowflake, token" tok_http_plain tok_http_tls
+echo
+
+# --- fairness ---
+start_idforge sliced --http 127.0.0.1:0 --resp 127.0.0.1:0 --io-threads 1
+start_idforge small --http 127.0.0.1:0 --resp 127.0.0.1:0 --io-threads 1 --batch-slice 256
+start_idforge whole --http 127.0.0.1:0 --resp 127.0.0.1:0 --io-threads 1 --batch-slice 0
+small_latency() {  # port: "p50 p99" of single-ID requests on one connection
+  # A fixed count: beside unsliced batches a request takes milliseconds.
+  timeout $((seconds * 30 + 60)) redis-benchmark -h 127.0.0.1 -p "$1" -c 1 \
+    -n $((seconds * 1000)) --csv ID.SNOWFLAKE 2>/dev/null | tail -1 | tr -d '"' |
+    awk -F, '{ printf "%s %s\n", $5, $7 }'
+}
+with_batches() {  # port: small_latency while 2 connections pull 10000-ID batches
+  redis-benchmark -h 127.0.0.1 -p "$1" -c 2 -n 100000000 ID.SNOWFLAKE 10000 >/dev/null 2>&1 &
+  local puller=$!
+  sleep 0.5
+  small_latency "$1"
+  kill "$puller" 2>/dev/null || true
+  wait "$puller" 2>/dev/null || true
+}
+fair_row() {  # label port with-batches(0|1)
+  local runs="" i
+  for i in $(seq "$rounds"); do
+    if [ "$3" = 1 ]; then runs+="$(with_batches "$2")"$'\n'; else runs+="$(small_latency "$2")"$'\n'; fi
+  done
+  local m
+  m=$(printf '%s' "$runs" | sort -n -k2 | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')
+  # shellcheck disable=SC2086
+  set -- "$1" $m
+  echo "| $1 | $2 | $3 |"
+}
+sliced=$(port_of sliced resp)
+whole=$(port_of whole resp)
+echo "## Single-ID requests while other connections pull 10,000-ID batches (one event loop)"
+echo
+echo "| case | p50 ms | p99 ms |"
+echo "| --- | ---: | ---: |"
+fair_row "alone" "$sliced" 0
+fair_row "beside batches, batch_slice 1024 (default)" "$sliced" 1
+fair_row "beside batches, batch_slice 256" "$(port_of small resp)" 1
+fair_row "beside batches, batch_slice 0 (one go)" "$whole" 1

@@ -1,0 +1,86 @@
+// Large ID.SNOWFLAKE, ID.UUID7 and ID.ULID batches, made in slices (resp_session_impl.h,
+// "start_batch"). A batch of 10,000 IDs takes a loop several hundred microseconds to make
+// and write; in slices of ServiceConfig::batch_slice, the loop serves its other
+// connections between two slices, so one client pulling maximum batches adds at most a
+// slice's time to their latency (docs/operations.md, "Limits").
+#include <algorithm>
+#include <span>
+#include <string>
+
+#include "server/access_log.h"
+#include "server/metrics.h"
+#include "server/resp_reply.h"
+#include "server/resp_session_impl.h"
+
+namespace idforge::server::resp {
+
+Answer RespSession::start_batch(BatchKind kind, uint64_t count, bool as_array) {
+  batch_.emplace();
+  batch_->kind = kind;
+  batch_->count = count;
+  batch_->as_array = as_array;
+  switch (kind) {
+    case BatchKind::kSnowflake:
+      ids_.resize(count);
+      break;
+    case BatchKind::kUuid7:
+      uuids_.resize(count);
+      break;
+    case BatchKind::kUlid:
+      ulids_.resize(count);
+      break;
+  }
+  return {200, Next::kFlush};
+}
+
+bool RespSession::continue_batch(std::string& out) {
+  Batch& b = *batch_;
+  const uint64_t slice = std::max<uint64_t>(1, service_.config().batch_slice);
+  int status = 200;
+  if (b.made < b.count) {
+    // Making: every ID before any is written, so that an error (a fenced generator)
+    // is the whole answer; the IDs made before it are skipped, never repeated.
+    const size_t n = std::min(slice, b.count - b.made);
+    switch (b.kind) {
+      case BatchKind::kSnowflake: {
+        const Status made = service_.snowflake(std::span<uint64_t>(ids_).subspan(b.made, n));
+        if (!made.ok()) status = put_status(out, made);
+        break;
+      }
+      case BatchKind::kUuid7:
+        service_.uuid7(std::span<Uuid>(uuids_).subspan(b.made, n));
+        break;
+      case BatchKind::kUlid:
+        service_.ulid(std::span<Ulid>(ulids_).subspan(b.made, n));
+        break;
+    }
+    b.made += n;
+    if (status == 200) return false;
+  } else {
+    if (b.written == 0 && b.as_array) put_number(out, '*', b.count);
+    const size_t n = std::min(slice, b.count - b.written);
+    for (size_t i = b.written; i < b.written + n; ++i) {
+      switch (b.kind) {
+        case BatchKind::kSnowflake:
+          put_number(out, ':', ids_[i]);
+          break;
+        case BatchKind::kUuid7:
+          put_bulk(out, uuids_[i].to_string());
+          break;
+        case BatchKind::kUlid:
+          put_bulk(out, ulids_[i].to_string());
+          break;
+      }
+    }
+    b.written += n;
+    if (b.written < b.count) return false;
+  }
+  service_.metrics().record_request(kProtocolIndex, b.route, status, seconds_since(b.start));
+  if (b.sampled && access_log_ != nullptr) {
+    access_log_->write_resp(b.command, status, seconds_since(b.start), token_label());
+  }
+  batch_.reset();  // gives back the in-flight place
+  return true;
+}
+
+}  // namespace idforge::server::resp
