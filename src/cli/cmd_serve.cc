@@ -163,8 +163,17 @@ Result<Security> load_security(const ServeConfig& config) {
     Result<std::shared_ptr<server::TlsContext>> tls =
         server::TlsContext::load({config.tls_cert, config.tls_key, config.tls_client_ca});
     if (!tls.ok()) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {}", setting_subject(config, "tls_cert"), tls.status().message()));
+      // The message starts with the setting at fault ("tls_key /k.pem: ..."): named as
+      // the user gave it (--tls-key, IDFORGE_TLS_KEY or FILE:LINE).
+      std::string_view message = tls.status().message();
+      std::string_view key = "tls_cert";
+      for (std::string_view k : {"tls_cert", "tls_key", "tls_client_ca"}) {
+        if (message.starts_with(k) && message.substr(k.size()).starts_with(' ')) {
+          key = k;
+          message.remove_prefix(k.size() + 1);
+        }
+      }
+      return Status::InvalidArgument(fmt::format("{}: {}", setting_subject(config, key), message));
     }
     security.tls = std::move(tls).value();
   }

@@ -34,7 +34,7 @@ Answer RespSession::start_batch(BatchKind kind, uint64_t count, bool as_array) {
 }
 
 bool RespSession::continue_batch(std::string& out) {
-  Batch& b = *batch_;
+  SlicedBatch& b = *batch_;
   const uint64_t slice = std::max<uint64_t>(1, service_.config().batch_slice);
   int status = 200;
   if (b.made < b.count) {

@@ -67,6 +67,23 @@ inline constexpr int kQueued = 0;
 // The kinds of IDs a batch made in slices holds (resp_batch.cc).
 enum class BatchKind { kSnowflake, kUuid7, kUlid };
 
+// A batch being made in slices (RespSession::start_batch): IDs are all made first (an error then
+// answers alone, as for a batch made in one go), then written.
+struct SlicedBatch {
+  BatchKind kind = BatchKind::kSnowflake;
+  uint64_t count = 0;
+  uint64_t made = 0;
+  uint64_t written = 0;
+  bool as_array = false;
+  // The command's bookkeeping, set by feed(): metrics and the access log count it
+  // once its answer is complete; its in-flight place is held until then.
+  Route route = Route::kSnowflake;
+  std::string_view command;
+  bool sampled = false;
+  Clock::time_point start;
+  InFlight ticket;
+};
+
 class RespSession;
 using Handler = Answer (RespSession::*)(Args args, std::string& out);
 
@@ -213,23 +230,8 @@ class RespSession final : public Session {
   std::vector<Uuid> uuids_;
   std::vector<Ulid> ulids_;
 
-  // The batch being made in slices, if any: IDs are all made first (an error then
-  // answers alone, as for a batch made in one go), then written.
-  struct Batch {
-    BatchKind kind = BatchKind::kSnowflake;
-    uint64_t count = 0;
-    uint64_t made = 0;
-    uint64_t written = 0;
-    bool as_array = false;
-    // The command's bookkeeping, set by feed(): metrics and the access log count it
-    // once its answer is complete; its in-flight place is held until then.
-    Route route = Route::kSnowflake;
-    std::string_view command;
-    bool sampled = false;
-    Clock::time_point start;
-    InFlight ticket;
-  };
-  std::optional<Batch> batch_;
+  // The batch being made in slices, if any (resp_batch.cc).
+  std::optional<SlicedBatch> batch_;
   bool sliceable_ = false;  // the handler running was called by feed() itself
 
   // MULTI ... EXEC.

@@ -14,6 +14,7 @@ ssl module. Certificates are made here with `openssl req` in a temporary directo
 - A client sending one byte a second (to the HTTP listener, and in a TLS handshake) is
   closed after request_timeout_ms; the server keeps serving.
 - A non-loopback listener without TLS or tokens is named in a serve.exposed warning.
+- A missing key file or a bad tokens line: exit 2 with one line naming the flag.
 
 Usage: check.py IDFORGE_BIN   (ctest: security.tls_tokens)
 """
@@ -383,6 +384,26 @@ def test_exposed_warning(binary, work):
         check(problem is None, f"the exposed server stopped cleanly ({problem})")
 
 
+def test_bad_files(binary, work, d):
+    """A missing key or a bad tokens line stops the server at once: exit 2, one line
+    naming the flag and the file (and never the secret)."""
+    def serve(*flags):
+        p = subprocess.run([binary, "serve", "--data-dir", os.path.join(work, "bad"),
+                            "--log-level", "off", *flags], capture_output=True, text=True,
+                           timeout=30)
+        return p.returncode, p.stderr.strip()
+    missing = os.path.join(work, "missing.key")
+    rc, err = serve("--tls-cert", os.path.join(d, "server1.pem"), "--tls-key", missing)
+    check(rc == 2 and err.startswith(f"idforge: --tls-key: {missing}"),
+          f"a missing key file: exit 2 naming --tls-key and the file ({rc}: {err})")
+    tokens = os.path.join(work, "bad-tokens")
+    with open(tokens, "w") as f:
+        f.write(f"{TOKEN_ALL} snowflake\nshort-secret uuid\n")
+    rc, err = serve("--tokens", tokens)
+    check(rc == 2 and f"{tokens}:2:" in err and "short-secret" not in err,
+          f"a bad tokens line: exit 2 naming FILE:LINE, not the secret ({rc}: {err})")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: check.py IDFORGE_BIN")
@@ -403,6 +424,7 @@ def main():
         test_tls_and_tokens(binary, work, d)
         test_mtls(binary, work, d)
         test_exposed_warning(binary, work)
+        test_bad_files(binary, work, d)
     finally:
         if FAILURES:
             print(f"check.py: work directory kept: {work}")
