@@ -165,7 +165,8 @@ Result<Security> load_security(const ServeConfig& config) {
     if (!tls.ok()) {
       // The message starts with the setting at fault ("tls_key /k.pem: ..."): named as
       // the user gave it (--tls-key, IDFORGE_TLS_KEY or FILE:LINE).
-      std::string_view message = tls.status().message();
+      const Status status = tls.status();  // a copy: the view below points into it
+      std::string_view message = status.message();
       std::string_view key = "tls_cert";
       for (std::string_view k : {"tls_cert", "tls_key", "tls_client_ca"}) {
         if (message.starts_with(k) && message.substr(k.size()).starts_with(' ')) {
