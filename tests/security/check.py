@@ -329,11 +329,11 @@ def test_tls_and_tokens(binary, work, d):
 
         # Slow clients: one byte a second, closed after request_timeout_ms (3 s).
         closed = slow_client(plain_port, b"GET /v1/snowflake HTTP/1.1\r\nHost: x\r\n\r\n", 1.0)
-        check(closed is not None and 2.5 <= closed <= 8,
+        check(closed is not None and 2.5 <= closed <= 12,
               f"an HTTP client sending 1 byte/s is closed after the request timeout ({closed})")
         hello = bytes.fromhex("16030100c8010000c40303") + os.urandom(32) + b"\x00" * 20
         closed = slow_client(http_port, hello, 1.0)
-        check(closed is not None and 2.5 <= closed <= 8,
+        check(closed is not None and 2.5 <= closed <= 12,
               f"a TLS handshake at 1 byte/s is closed after the request timeout ({closed})")
         rc, code, _ = curl("--cacert", ca, *auth, f"{base}/v1/snowflake")
         check(code == "200", "the server still serves after the slow clients")
