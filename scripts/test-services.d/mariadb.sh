@@ -58,6 +58,9 @@ mariadb_config() {
     echo "port = $port"
     echo "socket = $(cat "$dir/socket")"
     echo "datadir = $dir/data"
+    # Its own temporary files: in the shared /tmp, the bootstrap's temporary tables of two
+    # servers started at once went missing (parallel tests in make test).
+    echo "tmpdir = $dir/tmp"
     echo "pid-file = $dir/mariadb.pid"
     echo "log-error = $dir/mariadb.log"
     echo "skip-name-resolve"
@@ -120,7 +123,7 @@ mariadb_init() {
     socket=$(mktemp -u /tmp/idforge-mariadb-XXXXXXXXXX.sock)
   fi
   echo "$socket" >"$dir/socket"
-  mkdir -p "$dir/data" "$dir/binlog"
+  mkdir -p "$dir/data" "$dir/binlog" "$dir/tmp"
   chmod 0700 "$dir/data"
   mariadb_config "$dir" 0
   # --auth-root-authentication-method=socket with our own name: root@localhost and
