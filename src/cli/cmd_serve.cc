@@ -296,13 +296,17 @@ int serve(const ServeConfig& config) {
     bool tls;
   };
   std::vector<Listening> listening;
-  for (std::string_view key : {"http", "resp", "plain_http", "plain_resp"}) {
-    const bool is_http = key.ends_with("http");
-    const bool plain = key.starts_with("plain_");
-    const std::string& address = key == "http"         ? config.http
-                                 : key == "resp"       ? config.resp
-                                 : key == "plain_http" ? config.plain_http
-                                                       : config.plain_resp;
+  struct ListenerSetting {
+    std::string_view key;
+    const std::string& address;
+    bool is_http;
+    bool plain;  // never TLS: the plain listeners beside TLS ones
+  };
+  const ListenerSetting listeners[] = {{"http", config.http, true, false},
+                                       {"resp", config.resp, false, false},
+                                       {"plain_http", config.plain_http, true, true},
+                                       {"plain_resp", config.plain_resp, false, true}};
+  for (const auto& [key, address, is_http, plain] : listeners) {
     if (address.empty()) continue;
     Result<server::Endpoint> bound =
         net.listen(address, std::string(key),

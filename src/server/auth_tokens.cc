@@ -1,6 +1,7 @@
 #include "server/auth_tokens.h"
 
 #include <fmt/format.h>
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -173,6 +174,12 @@ TokenDigest token_digest(std::string_view secret) {
   TokenDigest digest;
   SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), digest.data());
   return digest;
+}
+
+bool same_secret(std::string_view a, std::string_view b) {
+  const TokenDigest da = token_digest(a);
+  const TokenDigest db = token_digest(b);
+  return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
 std::string scope_name(Need need, std::string_view tag) {

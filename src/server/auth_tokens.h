@@ -30,6 +30,9 @@ inline constexpr size_t kMinSecretLength = 16;
 // same time whatever the length of the guess.
 using TokenDigest = std::array<unsigned char, 32>;
 TokenDigest token_digest(std::string_view secret);
+// Whether two secrets are equal, in a time that says nothing of either's length or of
+// how much of a guess was right (their digests are compared with CRYPTO_memcmp).
+bool same_secret(std::string_view a, std::string_view b);
 
 // What a request needs of a token (a route's or a command's scope).
 enum class Need {

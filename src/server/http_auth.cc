@@ -25,26 +25,28 @@ struct Access {
   uint64_t ids = 0;
 };
 
-// A count parameter as the handler will read it; 0 when it will refuse it (the handler
-// answers that), so only counts that would be served meet max_ids.
-uint64_t ids_of(http::Call& c, std::string_view key, uint64_t max) {
+// A count parameter as the handler will read it (parse_request_count); 0 when it will
+// refuse it (the handler answers that), so only counts that would be served meet
+// max_ids. `clamp`: the handler cuts a count above max_count instead (Tinyid's
+// batchSize, as Tinyid's batch.size.max does).
+uint64_t ids_of(http::Call& c, std::string_view key, bool clamp) {
   Result<std::string_view> text = http::param(c.s.query, key);
   if (!text.ok()) return 0;
-  if (text->empty()) return 1;
-  uint64_t n = 0;
-  if (!text::parse_int(*text, &n)) return 0;
-  return max == 0 ? n : std::clamp<uint64_t>(n, 1, max);
+  const uint64_t max = c.service.config().max_count;
+  Result<uint64_t> n = parse_request_count(*text, clamp ? UINT64_MAX : max);
+  if (!n.ok()) return 0;
+  return clamp ? std::min(*n, max) : *n;
 }
 
 Access access_of(http::Call& c, Route route) {
   switch (route) {
     case Route::kSnowflake:
-      return {Need::kSnowflake, {}, ids_of(c, "count", 0)};
+      return {Need::kSnowflake, {}, ids_of(c, "count", false)};
     case Route::kLeafSnowflake:
       return {Need::kSnowflake, {}, 1};
     case Route::kSegment:
     case Route::kSerial:
-      return {Need::kSegment, c.capture, ids_of(c, "count", 0)};
+      return {Need::kSegment, c.capture, ids_of(c, "count", false)};
     case Route::kLeafSegment:
       return {Need::kSegment, c.capture, 1};
     case Route::kTinyid: {
@@ -53,11 +55,11 @@ Access access_of(http::Call& c, Route route) {
       const bool range = c.s.path.size() > 2 && c.s.path[2].starts_with("nextSegmentId");
       // batchSize is cut to max_count, as the handler cuts it (Tinyid's batch.size.max).
       return {Need::kSegment, biz.value_or(std::string_view()),
-              range ? 0 : ids_of(c, "batchSize", c.service.config().max_count)};
+              range ? 0 : ids_of(c, "batchSize", true)};
     }
     case Route::kUuid7:
     case Route::kUlid:
-      return {Need::kUuid, {}, ids_of(c, "count", 0)};
+      return {Need::kUuid, {}, ids_of(c, "count", false)};
     case Route::kMetrics:
     case Route::kStatus:
       return {Need::kMetrics, {}, 0};
@@ -131,15 +133,8 @@ std::string_view bearer_secret(std::string_view authorization) {
 
 bool admin_token_matches(const IdService& service, std::string_view authorization) {
   const std::string& token = service.config().admin_token;
-  if (token.empty() || !text::starts_with_ignore_case(authorization, "bearer ")) return false;
   const std::string_view given = bearer_secret(authorization);
-  if (given.size() != token.size()) return false;
-  // Every byte is compared, so the time taken does not say how much of a guess was right.
-  unsigned char diff = 0;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ token[i]);
-  }
-  return diff == 0;
+  return !token.empty() && !given.empty() && same_secret(given, token);
 }
 
 int HttpGate::check_connection(http::Call& c) {

@@ -15,19 +15,14 @@ namespace {
 // The batch between two slices; shared by copies of the outcome's std::function.
 struct Batch {
   IdService* service = nullptr;
-  BatchKind kind = BatchKind::kSnowflake;
   IdFormat format = IdFormat::kJson;
   ReplyMode mode;
-  uint64_t count = 0;
-  uint64_t made = 0;
+  IdBatch ids;
   uint64_t written = 0;
-  std::vector<uint64_t> ids;
-  std::vector<Uuid> uuids;
-  std::vector<Ulid> ulids;
   std::string body;
 
   std::string_view kind_name() const {
-    switch (kind) {
+    switch (ids.kind()) {
       case BatchKind::kSnowflake:
         return "snowflake";
       case BatchKind::kUuid7:
@@ -41,13 +36,13 @@ struct Batch {
   // One item, as numeric_ids and text_ids write it.
   void append_item(size_t i) {
     if (format == IdFormat::kJson && i > 0) body.push_back(',');
-    if (kind == BatchKind::kSnowflake) {
+    if (ids.kind() == BatchKind::kSnowflake) {
       if (format == IdFormat::kJson) body.push_back('"');
-      append_u64(body, ids[i]);
+      append_u64(body, ids.id(i));
       if (format == IdFormat::kJson) body.push_back('"');
     } else {
       const std::string text =
-          kind == BatchKind::kUuid7 ? uuids[i].to_string() : ulids[i].to_string();
+          ids.kind() == BatchKind::kUuid7 ? ids.uuid(i).to_string() : ids.ulid(i).to_string();
       if (format == IdFormat::kJson) {
         append_json_string(body, text);
       } else {
@@ -59,32 +54,18 @@ struct Batch {
 
   int step(std::string& out) {
     const uint64_t slice = std::max<uint64_t>(1, service->config().batch_slice);
-    if (made < count) {
-      const size_t n = std::min(slice, count - made);
-      switch (kind) {
-        case BatchKind::kSnowflake: {
-          const Status st = service->snowflake(std::span<uint64_t>(ids).subspan(made, n));
-          if (!st.ok()) return write_status_error(out, mode, st);
-          break;
-        }
-        case BatchKind::kUuid7:
-          service->uuid7(std::span<Uuid>(uuids).subspan(made, n));
-          break;
-        case BatchKind::kUlid:
-          service->ulid(std::span<Ulid>(ulids).subspan(made, n));
-          break;
-      }
-      made += n;
-      return 0;
+    if (!ids.made_all()) {
+      const Status made = ids.make_slice(*service, slice);
+      return made.ok() ? 0 : write_status_error(out, mode, made);
     }
     if (written == 0) {
       open_ids(body, format, kind_name(), {});
-      body.reserve(body.size() + count * 40 + 2);
+      body.reserve(body.size() + ids.count() * 40 + 2);
     }
-    const size_t n = std::min(slice, count - written);
+    const size_t n = std::min(slice, ids.count() - written);
     for (size_t i = written; i < written + n; ++i) append_item(i);
     written += n;
-    if (written < count) return 0;
+    if (written < ids.count()) return 0;
     close_ids(body, format);
     write_reply(out, mode, 200, content_type(format), body);
     return 200;
@@ -97,21 +78,9 @@ RouteOutcome sliced_batch(IdService& service, BatchKind kind, uint64_t count, Id
                           const ReplyMode& mode) {
   auto batch = std::make_shared<Batch>();
   batch->service = &service;
-  batch->kind = kind;
   batch->format = format;
   batch->mode = mode;
-  batch->count = count;
-  switch (kind) {
-    case BatchKind::kSnowflake:
-      batch->ids.resize(count);
-      break;
-    case BatchKind::kUuid7:
-      batch->uuids.resize(count);
-      break;
-    case BatchKind::kUlid:
-      batch->ulids.resize(count);
-      break;
-  }
+  batch->ids.start(kind, count);
   RouteOutcome outcome;
   outcome.slices = [batch](std::string& out) { return batch->step(out); };
   return outcome;

@@ -11,11 +11,10 @@
 #include "server/http_ids.h"
 #include "server/http_reply.h"
 #include "server/http_routes.h"
+#include "server/id_batch.h"
 #include "server/id_service.h"
 
 namespace idforge::server::http {
-
-enum class BatchKind { kSnowflake, kUuid7, kUlid };
 
 // Whether a batch of `count` IDs is made in slices.
 inline bool may_slice(const IdService& service, uint64_t count) {

@@ -73,7 +73,7 @@ Result<IdFormat> format_of(Call& c) {
 
 RouteOutcome snowflake_ids(Call& c, uint64_t count, IdFormat format) {
   if (http::may_slice(c.service, count)) {
-    return http::sliced_batch(c.service, http::BatchKind::kSnowflake, count, format, c.mode);
+    return http::sliced_batch(c.service, BatchKind::kSnowflake, count, format, c.mode);
   }
   c.s.ids.resize(count);
   Status made = c.service.snowflake(c.s.ids);
@@ -135,7 +135,7 @@ RouteOutcome uuid7(Call& c) {
   Result<IdRequest> r = id_request(c);
   if (!r.ok()) return fail(c, r.status());
   if (http::may_slice(c.service, r->count)) {
-    return http::sliced_batch(c.service, http::BatchKind::kUuid7, r->count, r->format, c.mode);
+    return http::sliced_batch(c.service, BatchKind::kUuid7, r->count, r->format, c.mode);
   }
   c.s.uuids.resize(r->count);
   c.service.uuid7(c.s.uuids);
@@ -148,7 +148,7 @@ RouteOutcome ulid(Call& c) {
   Result<IdRequest> r = id_request(c);
   if (!r.ok()) return fail(c, r.status());
   if (http::may_slice(c.service, r->count)) {
-    return http::sliced_batch(c.service, http::BatchKind::kUlid, r->count, r->format, c.mode);
+    return http::sliced_batch(c.service, BatchKind::kUlid, r->count, r->format, c.mode);
   }
   c.s.ulids.resize(r->count);
   c.service.ulid(c.s.ulids);

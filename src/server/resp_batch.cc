@@ -16,64 +16,38 @@ namespace idforge::server::resp {
 
 Answer RespSession::start_batch(BatchKind kind, uint64_t count, bool as_array) {
   batch_.emplace();
-  batch_->kind = kind;
-  batch_->count = count;
   batch_->as_array = as_array;
-  switch (kind) {
-    case BatchKind::kSnowflake:
-      ids_.resize(count);
-      break;
-    case BatchKind::kUuid7:
-      uuids_.resize(count);
-      break;
-    case BatchKind::kUlid:
-      ulids_.resize(count);
-      break;
-  }
+  ids_batch_.start(kind, count);
   return {200, Next::kFlush};
 }
 
 bool RespSession::continue_batch(std::string& out) {
   SlicedBatch& b = *batch_;
+  const IdBatch& ids = ids_batch_;
   const uint64_t slice = std::max<uint64_t>(1, service_.config().batch_slice);
   int status = 200;
-  if (b.made < b.count) {
-    // Making: every ID before any is written, so that an error (a fenced generator)
-    // is the whole answer; the IDs made before it are skipped, never repeated.
-    const size_t n = std::min(slice, b.count - b.made);
-    switch (b.kind) {
-      case BatchKind::kSnowflake: {
-        const Status made = service_.snowflake(std::span<uint64_t>(ids_).subspan(b.made, n));
-        if (!made.ok()) status = put_status(out, made);
-        break;
-      }
-      case BatchKind::kUuid7:
-        service_.uuid7(std::span<Uuid>(uuids_).subspan(b.made, n));
-        break;
-      case BatchKind::kUlid:
-        service_.ulid(std::span<Ulid>(ulids_).subspan(b.made, n));
-        break;
-    }
-    b.made += n;
-    if (status == 200) return false;
+  if (!ids.made_all()) {
+    const Status made = ids_batch_.make_slice(service_, slice);
+    if (made.ok()) return false;
+    status = put_status(out, made);
   } else {
-    if (b.written == 0 && b.as_array) put_number(out, '*', b.count);
-    const size_t n = std::min(slice, b.count - b.written);
+    if (b.written == 0 && b.as_array) put_number(out, '*', ids.count());
+    const size_t n = std::min(slice, ids.count() - b.written);
     for (size_t i = b.written; i < b.written + n; ++i) {
-      switch (b.kind) {
+      switch (ids.kind()) {
         case BatchKind::kSnowflake:
-          put_number(out, ':', ids_[i]);
+          put_number(out, ':', ids.id(i));
           break;
         case BatchKind::kUuid7:
-          put_bulk(out, uuids_[i].to_string());
+          put_bulk(out, ids.uuid(i).to_string());
           break;
         case BatchKind::kUlid:
-          put_bulk(out, ulids_[i].to_string());
+          put_bulk(out, ids.ulid(i).to_string());
           break;
       }
     }
     b.written += n;
-    if (b.written < b.count) return false;
+    if (b.written < ids.count()) return false;
   }
   service_.metrics().record_request(kProtocolIndex, b.route, status, seconds_since(b.start));
   if (b.sampled && access_log_ != nullptr) {

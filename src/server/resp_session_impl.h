@@ -33,6 +33,7 @@
 #include "idforge/ulid.h"
 #include "idforge/uuid.h"
 #include "server/auth.h"
+#include "server/id_batch.h"
 #include "server/id_service.h"
 #include "server/metrics.h"
 #include "server/rate_limit.h"
@@ -64,16 +65,10 @@ struct Answer {
 };
 inline constexpr int kQueued = 0;
 
-// The kinds of IDs a batch made in slices holds (resp_batch.cc).
-enum class BatchKind { kSnowflake, kUuid7, kUlid };
-
 // A batch being made in slices (RespSession::start_batch): IDs are all made first (an error then
 // answers alone, as for a batch made in one go), then written.
 struct SlicedBatch {
-  BatchKind kind = BatchKind::kSnowflake;
-  uint64_t count = 0;
-  uint64_t made = 0;
-  uint64_t written = 0;
+  uint64_t written = 0;  // of RespSession::ids_batch_, which holds the IDs
   bool as_array = false;
   // The command's bookkeeping, set by feed(): metrics and the access log count it
   // once its answer is complete; its in-flight place is held until then.
@@ -232,6 +227,7 @@ class RespSession final : public Session {
 
   // The batch being made in slices, if any (resp_batch.cc).
   std::optional<SlicedBatch> batch_;
+  IdBatch ids_batch_;       // its IDs; the vectors are reused by the next batch
   bool sliceable_ = false;  // the handler running was called by feed() itself
 
   // MULTI ... EXEC.
