@@ -410,9 +410,13 @@ Status EtcdClient::check_members() {
   constexpr std::string_view kPath = "/v3/maintenance/status";
   std::string errors;
   std::vector<std::pair<size_t, std::string>> answered;  // member, its cluster id
+  // Asked once, at open, when no lease is at stake yet: a member gets the whole call's
+  // time to answer rather than one request's, so a busy etcd (a loaded machine, a GC
+  // pause) does not fail a start that a second later would have worked.
+  const int answer_ms = std::max(timeouts_.request_ms, timeouts_.call_ms);
   for (size_t m = 0; m < members_.size(); ++m) {
     const auto deadline =
-        Clock::now() + std::chrono::milliseconds(timeouts_.connect_ms + timeouts_.request_ms);
+        Clock::now() + std::chrono::milliseconds(timeouts_.connect_ms + answer_ms);
     Attempt a = attempt(m, kPath, "{}", deadline);
     if (!a.result.ok()) {
       note(m, false);

@@ -108,10 +108,10 @@ class EtcdClient {
   const std::string& shown() const { return shown_; }
   const std::vector<EtcdMember>& members() const { return members_; }
 
-  // Asks every member for its status, one attempt each: InvalidArgument when two of them
-  // belong to different etcd clusters (a URL listing members of two clusters would give
-  // the same slot out twice once a call moves on), Unavailable naming each error when
-  // none answers. Members that do not answer are not an error while one does.
+  // Asks every member for its status, one attempt each of up to call_ms: InvalidArgument when two
+  // of them belong to different etcd clusters (a URL listing members of two clusters would give the
+  // same slot out twice once a call moves on), Unavailable naming each error when none answers.
+  // Members that do not answer are not an error while one does.
   Status check_members();
 
   // Sent to another member after an unknown fate too: a lease granted twice leaves one
