@@ -8,9 +8,9 @@
 #     (AUTH / Authorization: Bearer) against none.
 #   Fairness: the p50 and p99 latency of single-ID requests (redis-benchmark, one
 #     connection) alone, then while other connections pull maximum batches
-#     (ID.SNOWFLAKE 10000), with batches made in slices (batch_slice 1024, the default,
-#     and 256) and in one go (batch_slice 0). The server runs one event loop, so both clients
-#     share it: the case slices are for.
+#     (ID.SNOWFLAKE 10000, then ID.NEXT bench 10000), with batches made in slices
+#     (batch_slice 1024, the default, and 256) and in one go (batch_slice 0). The server
+#     runs one event loop, so both clients share it: the case slices are for.
 #
 # Usage: bench/load/security.sh [--seconds N] [--rounds N] [--idforge BIN]
 # Each figure is the median of --rounds runs (default 3), plain and TLS alternating.
@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --idforge) bin="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "security.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -129,6 +129,10 @@ row "HTTP GET /v1/snowflake, token" tok_http_plain tok_http_tls
 echo
 
 # --- fairness ---
+# A segment tag with a large step, so batches come from the buffer (refilled behind).
+for name in sliced whole; do
+  "$bin" tag create bench --data-dir "$work/$name" --step 1000000 >/dev/null
+done
 start_idforge sliced --http 127.0.0.1:0 --resp 127.0.0.1:0 --io-threads 1
 start_idforge small --http 127.0.0.1:0 --resp 127.0.0.1:0 --io-threads 1 --batch-slice 256
 start_idforge whole --http 127.0.0.1:0 --resp 127.0.0.1:0 --io-threads 1 --batch-slice 0
@@ -138,23 +142,26 @@ small_latency() {  # port: "p50 p99" of single-ID requests on one connection
     -n $((seconds * 1000)) --csv ID.SNOWFLAKE 2>/dev/null | tail -1 | tr -d '"' |
     awk -F, '{ printf "%s %s\n", $5, $7 }'
 }
-with_batches() {  # port: small_latency while 2 connections pull 10000-ID batches
-  redis-benchmark -h 127.0.0.1 -p "$1" -c 2 -n 100000000 ID.SNOWFLAKE 10000 >/dev/null 2>&1 &
+with_batches() {  # port command...: small_latency while 2 connections send the command
+  local port=$1
+  shift
+  redis-benchmark -h 127.0.0.1 -p "$port" -c 2 -n 100000000 "$@" >/dev/null 2>&1 &
   local puller=$!
   sleep 0.5
-  small_latency "$1"
+  small_latency "$port"
   kill "$puller" 2>/dev/null || true
   wait "$puller" 2>/dev/null || true
 }
-fair_row() {  # label port with-batches(0|1)
-  local runs="" i
+fair_row() {  # label port [the batch pullers' command...]
+  local label=$1 port=$2 runs="" i
+  shift 2
   for i in $(seq "$rounds"); do
-    if [ "$3" = 1 ]; then runs+="$(with_batches "$2")"$'\n'; else runs+="$(small_latency "$2")"$'\n'; fi
+    if [ $# -gt 0 ]; then runs+="$(with_batches "$port" "$@")"$'\n'; else runs+="$(small_latency "$port")"$'\n'; fi
   done
   local m
   m=$(printf '%s' "$runs" | sort -n -k2 | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }')
   # shellcheck disable=SC2086
-  set -- "$1" $m
+  set -- "$label" $m
   echo "| $1 | $2 | $3 |"
 }
 sliced=$(port_of sliced resp)
@@ -163,7 +170,9 @@ echo "## Single-ID requests while other connections pull 10,000-ID batches (one 
 echo
 echo "| case | p50 ms | p99 ms |"
 echo "| --- | ---: | ---: |"
-fair_row "alone" "$sliced" 0
-fair_row "beside batches, batch_slice 1024 (default)" "$sliced" 1
-fair_row "beside batches, batch_slice 256" "$(port_of small resp)" 1
-fair_row "beside batches, batch_slice 0 (one go)" "$whole" 1
+fair_row "alone" "$sliced"
+fair_row "beside batches, batch_slice 1024 (default)" "$sliced" ID.SNOWFLAKE 10000
+fair_row "beside batches, batch_slice 256" "$(port_of small resp)" ID.SNOWFLAKE 10000
+fair_row "beside batches, batch_slice 0 (one go)" "$whole" ID.SNOWFLAKE 10000
+fair_row "beside segment batches (ID.NEXT), batch_slice 1024" "$sliced" ID.NEXT bench 10000
+fair_row "beside segment batches (ID.NEXT), batch_slice 0" "$whole" ID.NEXT bench 10000

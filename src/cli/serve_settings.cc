@@ -281,8 +281,8 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.connection_burst); },
      "connection_rate"},
     {{"limits.batch_slice", "IDFORGE_BATCH_SLICE", "--batch-slice", "N", "1024",
-      "A batch of more IDs than this is made this many at a time, letting the event loop "
-      "serve other connections in between (0: a batch in one go)"},
+      "A batch of more IDs than this is made and written this many at a time, letting the "
+      "event loop serve other connections in between (0: a batch in one go)"},
      {Kind::kUint, 0, kMaxCount},
      [](ServeConfig& c, Value& v) { c.service.batch_slice = v.number; },
      [](const ServeConfig& c) { return num(c.service.batch_slice); }},

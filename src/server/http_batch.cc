@@ -18,6 +18,7 @@ struct Batch {
   IdFormat format = IdFormat::kJson;
   ReplyMode mode;
   IdBatch ids;
+  std::string tag;  // of a segment batch
   uint64_t written = 0;
   std::string body;
 
@@ -29,6 +30,8 @@ struct Batch {
         return "uuid7";
       case BatchKind::kUlid:
         return "ulid";
+      case BatchKind::kSegment:
+        return "segment";
     }
     return "";
   }
@@ -36,7 +39,7 @@ struct Batch {
   // One item, as numeric_ids and text_ids write it.
   void append_item(size_t i) {
     if (format == IdFormat::kJson && i > 0) body.push_back(',');
-    if (ids.kind() == BatchKind::kSnowflake) {
+    if (ids.kind() == BatchKind::kSnowflake || ids.kind() == BatchKind::kSegment) {
       if (format == IdFormat::kJson) body.push_back('"');
       append_u64(body, ids.id(i));
       if (format == IdFormat::kJson) body.push_back('"');
@@ -59,7 +62,7 @@ struct Batch {
       return made.ok() ? 0 : write_status_error(out, mode, made);
     }
     if (written == 0) {
-      open_ids(body, format, kind_name(), {});
+      open_ids(body, format, kind_name(), tag);
       body.reserve(body.size() + ids.count() * 40 + 2);
     }
     const size_t n = std::min(slice, ids.count() - written);
@@ -72,18 +75,37 @@ struct Batch {
   }
 };
 
-}  // namespace
-
-RouteOutcome sliced_batch(IdService& service, BatchKind kind, uint64_t count, IdFormat format,
-                          const ReplyMode& mode) {
+std::shared_ptr<Batch> start_batch(IdService& service, IdFormat format, const ReplyMode& mode) {
   auto batch = std::make_shared<Batch>();
   batch->service = &service;
   batch->format = format;
   batch->mode = mode;
-  batch->ids.start(kind, count);
+  return batch;
+}
+
+RouteOutcome outcome_of(std::shared_ptr<Batch> batch) {
   RouteOutcome outcome;
-  outcome.slices = [batch](std::string& out) { return batch->step(out); };
+  outcome.slices = [batch = std::move(batch)](std::string& out) { return batch->step(out); };
   return outcome;
+}
+
+}  // namespace
+
+RouteOutcome sliced_batch(IdService& service, BatchKind kind, uint64_t count, IdFormat format,
+                          const ReplyMode& mode) {
+  auto batch = start_batch(service, format, mode);
+  batch->ids.start(kind, count);
+  return outcome_of(std::move(batch));
+}
+
+RouteOutcome sliced_segment_batch(IdService& service, std::string_view tag,
+                                  std::span<const uint64_t> ids, IdFormat format,
+                                  const ReplyMode& mode) {
+  auto batch = start_batch(service, format, mode);
+  batch->tag = tag;
+  const std::span<uint64_t> taken = batch->ids.start_taken(ids.size());
+  std::copy(ids.begin(), ids.end(), taken.begin());
+  return outcome_of(std::move(batch));
 }
 
 }  // namespace idforge::server::http

@@ -1,4 +1,5 @@
-// Large /v1/snowflake, /v1/uuid7 and /v1/ulid batches, made in slices: a batch of
+// Large /v1/snowflake, /v1/uuid7 and /v1/ulid batches, made in slices, and large
+// /v1/segment/TAG batches, formatted in slices: a batch of
 // 10,000 IDs takes a loop several hundred microseconds to make and format; in slices of
 // ServiceConfig::batch_slice the HTTP session hands the loop back between two slices
 // (Session::Next::kFlush), so one client pulling maximum batches adds at most a slice's
@@ -7,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include "server/http_ids.h"
 #include "server/http_reply.h"
@@ -27,5 +30,11 @@ inline bool may_slice(const IdService& service, uint64_t count) {
 // then formats them a slice per call, and answers. `service` must outlive it.
 RouteOutcome sliced_batch(IdService& service, BatchKind kind, uint64_t count, IdFormat format,
                           const ReplyMode& mode);
+
+// The same for a tag's segment IDs, all taken already (IdService::try_segment): the
+// outcome keeps a copy and formats it a slice per call.
+RouteOutcome sliced_segment_batch(IdService& service, std::string_view tag,
+                                  std::span<const uint64_t> ids, IdFormat format,
+                                  const ReplyMode& mode);
 
 }  // namespace idforge::server::http

@@ -88,6 +88,9 @@ RouteOutcome segment_ids(Call& c, uint64_t count, IdFormat format) {
   Result<size_t> taken = c.service.try_segment(c.capture, c.s.ids);
   if (!taken.ok()) return fail(c, taken.status());
   if (*taken >= count) {
+    if (http::may_slice(c.service, count)) {
+      return http::sliced_segment_batch(c.service, c.capture, c.s.ids, format, c.mode);
+    }
     numeric_ids(c.s.body, format, "segment", c.capture, c.s.ids);
     return reply(c, 200, content_type(format), c.s.body);
   }

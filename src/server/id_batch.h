@@ -2,7 +2,8 @@
 // (ServiceConfig::batch_slice): what both front ends' sliced batches (resp_batch.cc,
 // http_batch.cc) make, each writing it in its own protocol. Every ID is made before any
 // is written, so an error (a fenced generator) is the whole answer; the IDs made before
-// it are skipped, never repeated.
+// it are skipped, never repeated. A segment batch is taken whole from its tag's buffer
+// (start_taken: a copy from memory, no store call), so only its writing is sliced.
 #pragma once
 
 #include <algorithm>
@@ -17,7 +18,7 @@
 
 namespace idforge::server {
 
-enum class BatchKind { kSnowflake, kUuid7, kUlid };
+enum class BatchKind { kSnowflake, kUuid7, kUlid, kSegment };
 
 class IdBatch {
  public:
@@ -36,7 +37,18 @@ class IdBatch {
       case BatchKind::kUlid:
         ulids_.resize(count);
         break;
+      case BatchKind::kSegment:
+        ids_.resize(count);
+        made_ = count;
+        break;
     }
+  }
+
+  // A segment batch of `count` IDs: the caller fills the span (IdService::try_segment)
+  // before the first slice is written.
+  std::span<uint64_t> start_taken(uint64_t count) {
+    start(BatchKind::kSegment, count);
+    return std::span<uint64_t>(ids_.data(), count);
   }
 
   // Makes the next slice of at most `slice` IDs.
@@ -52,6 +64,8 @@ class IdBatch {
         break;
       case BatchKind::kUlid:
         service.ulid(std::span<Ulid>(ulids_).subspan(made_, n));
+        break;
+      case BatchKind::kSegment:  // taken whole by start_taken's caller
         break;
     }
     made_ += n;

@@ -65,7 +65,7 @@ struct ServiceConfig {
   std::string identity;  // empty: <hostname>:serve (idforge serve: <hostname>:<http port>)
   // Requests.
   uint64_t max_count = kDefaultMaxCount;  // most IDs one request may ask for
-  // A batch of more IDs is made this many at a time, the event loop serving other
+  // A batch of more IDs is made and written this many at a time, the event loop serving other
   // connections in between, so one client's large batches do not hold up the rest;
   // 0: every batch in one go.
   uint64_t batch_slice = 1024;

@@ -1,8 +1,8 @@
 // Large ID.SNOWFLAKE, ID.UUID7 and ID.ULID batches, made in slices (resp_session_impl.h,
-// "start_batch"). A batch of 10,000 IDs takes a loop several hundred microseconds to make
-// and write; in slices of ServiceConfig::batch_slice, the loop serves its other
-// connections between two slices, so one client pulling maximum batches adds at most a
-// slice's time to their latency (docs/operations.md, "Limits").
+// "start_batch"), and large ID.NEXT arrays, written in slices. A batch of 10,000 IDs takes a loop
+// several hundred microseconds to make and write; in slices of ServiceConfig::batch_slice, the loop
+// serves its other connections between two slices, so one client pulling maximum batches adds at
+// most a slice's time to their latency (docs/operations.md, "Limits").
 #include <algorithm>
 #include <span>
 #include <string>
@@ -17,7 +17,7 @@ namespace idforge::server::resp {
 Answer RespSession::start_batch(BatchKind kind, uint64_t count, bool as_array) {
   batch_.emplace();
   batch_->as_array = as_array;
-  ids_batch_.start(kind, count);
+  if (kind != BatchKind::kSegment) ids_batch_.start(kind, count);  // else taken already
   return {200, Next::kFlush};
 }
 
@@ -36,6 +36,7 @@ bool RespSession::continue_batch(std::string& out) {
     for (size_t i = b.written; i < b.written + n; ++i) {
       switch (ids.kind()) {
         case BatchKind::kSnowflake:
+        case BatchKind::kSegment:
           put_number(out, ':', ids.id(i));
           break;
         case BatchKind::kUuid7:

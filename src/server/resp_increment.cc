@@ -110,11 +110,18 @@ Answer RespSession::refused(Args args, std::string& out) {
 
 Answer RespSession::segment_ids(std::string_view tag, uint64_t count, IdsForm form,
                                 std::string& out) {
-  ids_.resize(count);
-  const std::span<uint64_t> ids(ids_.data(), count);
+  // A large ID.NEXT array is taken into the sliced batch's own vector, written from there
+  // a slice at a time when the buffer held it all (resp_batch.cc).
+  const bool sliced = form == IdsForm::kArray && may_slice(count);
+  if (!sliced) ids_.resize(count);
+  const std::span<uint64_t> ids =
+      sliced ? ids_batch_.start_taken(count) : std::span<uint64_t>(ids_.data(), count);
   Result<size_t> filled = service_.try_segment(tag, ids);
   if (!filled.ok()) return {put_status(out, filled.status())};
-  if (*filled == count) return {put_segment_ids(out, ids, form, tag)};
+  if (*filled == count) {
+    return sliced ? start_batch(BatchKind::kSegment, count, true)
+                  : Answer{put_segment_ids(out, ids, form, tag)};
+  }
   if (may_wait_) {  // inside an EXEC job, already off the I/O thread
     const Status made = service_.segment(tag, ids.subspan(*filled));
     if (!made.ok()) return {put_status(out, made)};
