@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <openssl/crypto.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
@@ -10,9 +11,21 @@
 #include <utility>
 
 #include "core/text.h"
+#include "log/log.h"
 
 namespace idforge::server {
 namespace {
+
+// The file holds secrets: like ssh with a private key, say so when users other than its
+// owner may read it. A warning, not a refusal: the tokens still work, and a server that
+// would not start after a package upgrade reset a mode is worse than a log line.
+void warn_if_others_may_read(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & (S_IRWXG | S_IRWXO)) == 0) return;
+  log::warn("tokens.file_readable", {{"file", path},
+                                     {"mode", fmt::format("{:04o}", st.st_mode & 07777)},
+                                     {"fix", "chmod 600 " + path}});
+}
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -26,6 +39,7 @@ Result<std::string> read_file(const std::string& path) {
   if (in.bad()) {
     return Status::InvalidArgument(fmt::format("{}: cannot read the tokens file", path));
   }
+  warn_if_others_may_read(path);
   return text.str();
 }
 

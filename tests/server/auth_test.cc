@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "log/log.h"
 #include "server/auth_tokens.h"
 #include "server/rate_limit.h"
 
@@ -252,6 +253,32 @@ TEST_F(AuthReloadTest, AFailedReloadKeepsTheOldTokensAndNamesTheLine) {
   EXPECT_FALSE(Auth::load(path_).ok());
   // Tokens given as text have no file to re-read.
   EXPECT_FALSE(auth_of(std::string(kSecretA) + " uuid")->reload().ok());
+}
+
+// The file holds secrets: a mode that lets others read it is a warning at each read (the
+// tokens still load), naming the file and the fix and never a secret.
+TEST_F(AuthReloadTest, AFileOthersMayReadIsAWarningAtEachRead) {
+  std::vector<std::string> lines;
+  log::set_writer_for_testing([&lines](log::Level level, std::string_view line) {
+    if (level == log::Level::kWarn) lines.emplace_back(line);
+  });
+  write(std::string(kSecretA) + " snowflake\n");
+  std::filesystem::permissions(
+      path_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  Result<std::shared_ptr<Auth>> auth = Auth::load(path_);
+  ASSERT_TRUE(auth.ok()) << auth.status().to_string();
+  EXPECT_TRUE(lines.empty()) << lines.front();  // 0600: nothing to say
+
+  std::filesystem::permissions(
+      path_, std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      std::filesystem::perm_options::add);
+  ASSERT_TRUE((*auth)->reload().ok());
+  EXPECT_TRUE(Auth::load(path_).ok());
+  log::set_writer_for_testing(nullptr);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[0], HasSubstr("tokens.file_readable file=" + path_ + " mode=0644"));
+  EXPECT_THAT(lines[0], HasSubstr("fix=\"chmod 600 " + path_ + "\""));
+  EXPECT_THAT(lines[0], Not(HasSubstr(kSecretA)));
 }
 
 TEST(RateLimiterTest, ABucketOfBurstRefillsAtTheRate) {
