@@ -2,7 +2,9 @@
 # Installs a built tree into a temporary prefix and uses it as a library user would:
 # every public header compiles on its own against the installed tree (none reaches into
 # src/), examples/ builds with find_package(idforge) and again with pkg-config, and both
-# programs issue distinct Snowflake IDs that decode to the node they were given.
+# programs issue distinct Snowflake IDs that decode to the node they were given; then
+# examples/client (idforge::client) builds both ways and takes IDs from the installed
+# binary's server over HTTP and the Redis protocol.
 #
 # Usage: tests/install/check.sh BUILD_DIR SOURCE_DIR   (ctest: install.example)
 set -euo pipefail
@@ -10,7 +12,9 @@ build=$1
 src=$2
 cxx=${CXX:-c++}
 work=$(mktemp -d "${TMPDIR:-/tmp}/idforge-install.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=tests/support/serve.sh
+source "$src/tests/support/serve.sh"
+trap 'serve_kill; rm -rf "$work"' EXIT
 prefix=$work/prefix
 
 fail() { echo "install check: $*" >&2; exit 1; }
@@ -57,4 +61,37 @@ export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 "$work/ids-pc" >"$work/pc.out"
 check_output "$work/pc.out" "pkg-config build"
 
-echo "install check: headers, find_package and pkg-config builds OK ($prefix)"
+# The client example against a server of the installed binary, with a tag from 5000.
+"$prefix/bin/idforge" tag create order --data-dir "$work/data" --start 5000 >/dev/null ||
+  fail "idforge tag create failed"
+serve_start "$work/server" "$prefix/bin/idforge" serve --data-dir "$work/data" \
+    --http 127.0.0.1:0 --resp 127.0.0.1:0 --log-level warn ||
+  fail "the installed idforge serve did not start"
+http_url=$(serve_http_url "$work/server")
+resp_url=$(sed -n 's#^idforge serve: resp \(redis://[^ ]*\)$#\1#p' "$work/server.out")
+check_client() {  # output how: one line of each kind, the segment ID from the tag
+  local out=$1 how=$2
+  grep -Eq '^snowflake [0-9]+ \{.*"worker":' "$out" || fail "$how: no decoded Snowflake ID: $(cat "$out")"
+  grep -Eq '^segment order [0-9]+$' "$out" || fail "$how: no segment ID: $(cat "$out")"
+  [ "$(awk '/^segment order/ {print $3}' "$out")" -ge 5000 ] || fail "$how: segment ID below the tag's start"
+  grep -Eq '^uuid7 [0-9a-f]{8}-[0-9a-f]{4}-7' "$out" || fail "$how: no UUIDv7: $(cat "$out")"
+  grep -Eq '^ulid [0-9A-HJKMNP-TV-Z]{26}$' "$out" || fail "$how: no ULID: $(cat "$out")"
+}
+cmake -S "$src/examples/client" -B "$work/client" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_CXX_COMPILER="$cxx" >/dev/null ||
+  fail "find_package(idforge) failed for examples/client"
+cmake --build "$work/client" >/dev/null || fail "examples/client did not build with find_package"
+"$work/client/client_ids" --tag order "$http_url" >"$work/client-http.out" ||
+  fail "client_ids over HTTP failed: $(cat "$work/client-http.out")"
+check_client "$work/client-http.out" "client over HTTP"
+# shellcheck disable=SC2046  # pkg-config prints several flags
+"$cxx" -std=c++20 "$src/examples/client/client_ids.cc" $(pkg-config --cflags --libs idforge) \
+    -o "$work/client-pc" || fail "examples/client did not build with pkg-config"
+"$work/client-pc" --tag order "$resp_url" >"$work/client-resp.out" ||
+  fail "client_ids over RESP failed: $(cat "$work/client-resp.out")"
+check_client "$work/client-resp.out" "client over RESP"
+[ "$(awk '/^segment/ {print $3}' "$work/client-http.out")" != \
+  "$(awk '/^segment/ {print $3}' "$work/client-resp.out")" ] || fail "two clients got one segment ID"
+serve_stop || fail "the server did not stop cleanly: $(cat "$work/server.err")"
+
+echo "install check: headers, find_package and pkg-config builds of both examples OK ($prefix)"
