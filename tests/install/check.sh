@@ -43,14 +43,23 @@ check_output() {
   [ "$(grep '^snowflake ' "$out" | awk '{print $2}' | sort -u | wc -l)" = 3 ] ||
     fail "$how: repeated IDs: $(cat "$out")"
   [ "$(grep -c 'datacenter=1 worker=7 ' "$out")" = 3 ] || fail "$how: wrong node: $(cat "$out")"
+  check_text_ids "$out" "$how"
+}
+# A UUIDv7 line and a ULID line.
+check_text_ids() {
+  local out=$1 how=$2
   grep -Eq '^uuid7 [0-9a-f]{8}-[0-9a-f]{4}-7' "$out" || fail "$how: no UUIDv7: $(cat "$out")"
   grep -Eq '^ulid [0-9A-HJKMNP-TV-Z]{26}$' "$out" || fail "$how: no ULID: $(cat "$out")"
 }
+# DIR (examples/...) built with find_package(idforge) into $work/NAME.
+build_with_find_package() {
+  local dir=$1 name=$2
+  cmake -S "$src/$dir" -B "$work/$name" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_CXX_COMPILER="$cxx" >/dev/null || fail "find_package(idforge) failed for $dir"
+  cmake --build "$work/$name" >/dev/null || fail "$dir did not build with find_package"
+}
 
-cmake -S "$src/examples" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_CXX_COMPILER="$cxx" >/dev/null ||
-  fail "find_package(idforge) failed"
-cmake --build "$work/example" >/dev/null || fail "examples/ did not build with find_package"
+build_with_find_package examples example
 "$work/example/ids" >"$work/cmake.out"
 check_output "$work/cmake.out" "find_package build"
 
@@ -74,13 +83,9 @@ check_client() {  # output how: one line of each kind, the segment ID from the t
   grep -Eq '^snowflake [0-9]+ \{.*"worker":' "$out" || fail "$how: no decoded Snowflake ID: $(cat "$out")"
   grep -Eq '^segment order [0-9]+$' "$out" || fail "$how: no segment ID: $(cat "$out")"
   [ "$(awk '/^segment order/ {print $3}' "$out")" -ge 5000 ] || fail "$how: segment ID below the tag's start"
-  grep -Eq '^uuid7 [0-9a-f]{8}-[0-9a-f]{4}-7' "$out" || fail "$how: no UUIDv7: $(cat "$out")"
-  grep -Eq '^ulid [0-9A-HJKMNP-TV-Z]{26}$' "$out" || fail "$how: no ULID: $(cat "$out")"
+  check_text_ids "$out" "$how"
 }
-cmake -S "$src/examples/client" -B "$work/client" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_CXX_COMPILER="$cxx" >/dev/null ||
-  fail "find_package(idforge) failed for examples/client"
-cmake --build "$work/client" >/dev/null || fail "examples/client did not build with find_package"
+build_with_find_package examples/client client
 "$work/client/client_ids" --tag order "$http_url" >"$work/client-http.out" ||
   fail "client_ids over HTTP failed: $(cat "$work/client-http.out")"
 check_client "$work/client-http.out" "client over HTTP"
