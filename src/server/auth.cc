@@ -206,6 +206,7 @@ const Token* AuthView::authenticate(std::string_view secret) {
   if (found != nullptr) {
     digest_ = digest;
     token_ = found;
+    revoked_ = false;
   }
   return found;
 }
@@ -213,7 +214,10 @@ const Token* AuthView::authenticate(std::string_view secret) {
 const Token* AuthView::token() {
   if (refresh()) {
     token_ = digest_ && table_ ? table_->find(*digest_) : nullptr;
-    if (token_ == nullptr) digest_.reset();  // revoked: AUTH again
+    if (token_ == nullptr && digest_) {  // revoked: AUTH again
+      digest_.reset();
+      revoked_ = true;
+    }
   }
   return token_;
 }

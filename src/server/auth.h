@@ -177,6 +177,10 @@ class AuthView {
   // null when none, or when it was removed from the file (the connection must then
   // authenticate again).
   const Token* token();
+  // Whether token() last found the connection's token removed by a reload (until the
+  // next successful authenticate): RESP then closes the connection, as Redis closes the
+  // connections of a deleted ACL user.
+  bool revoked() const { return revoked_; }
 
  private:
   // Takes the current table when reload() changed it; true when it did.
@@ -187,6 +191,7 @@ class AuthView {
   uint64_t generation_ = 0;
   std::optional<TokenDigest> digest_;  // of the connection's token, when it authenticated
   const Token* token_ = nullptr;
+  bool revoked_ = false;
 };
 
 }  // namespace idforge::server

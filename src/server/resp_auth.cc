@@ -19,7 +19,9 @@
 // NOAUTH, NOAUTH before NOPERM. Inside MULTI a command is checked when queued (NOPERM
 // then, and EXEC answers EXECABORT) and, as Redis does, again when EXEC runs it, in
 // case a reload took the scope away. The user name of AUTH is ignored: the token names
-// the client. A failed AUTH leaves the connection as it was, as in Redis.
+// the client. A failed AUTH leaves the connection as it was, as in Redis. A connection
+// whose token a reload removed is closed, unanswered, at its next command that needs a
+// token: Redis closes the connections of a deleted user.
 //
 // Without tokens AUTH SECRET gets Redis's answer for a server with no password, and
 // AUTH USER SECRET or HELLO ... AUTH get WRONGPASS, Redis's answer for a user it does
@@ -131,6 +133,13 @@ bool RespSession::token_admits(const CommandSpec& spec, Args args, std::string& 
   const Need need = need_of(spec);
   if (need == Need::kNone) return true;
   const Token* token = auth_.token();
+  if (token == nullptr && auth_.revoked()) {
+    // Redis closes the connections of a deleted user at once; here the removal is seen at
+    // the connection's next command, which is not answered.
+    service_.metrics().record_auth_failure(kProtocolIndex, AuthFailure::kWrong);
+    *answer = {401, Next::kClose};
+    return false;
+  }
   if (token == nullptr) {
     service_.metrics().record_auth_failure(kProtocolIndex, AuthFailure::kMissing);
     reject(&spec, kNoAuth, out);

@@ -8,7 +8,9 @@ ssl module. Certificates are made here with `openssl req` in a temporary directo
 - Tokens: HTTP 401 without a token or with a wrong one, 403 without the scope, 200
   with it; RESP NOAUTH before AUTH, WRONGPASS, OK.
 - SIGHUP: a new certificate and a new tokens file are taken without dropping a
-  connection open across the reload; a broken certificate keeps the old one.
+  connection open across the reload, but a RESP connection whose token was removed is
+  closed at its next command, as Redis closes a deleted user's; a broken certificate
+  keeps the old one.
 - mTLS: a client certificate from the CA is served; none, or one from another CA, is
   refused (curl, redis-cli and Python).
 - A client sending one byte a second (to the HTTP listener, and in a TLS handshake) is
@@ -174,6 +176,29 @@ def peer_subject(port, ca):
             return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
 
 
+def resp_ask(conn, line):
+    """Sends one inline RESP command; its one-line answer, or b"" when the server closed
+    the connection instead of answering."""
+    conn.sendall(line.encode() + b"\r\n")
+    answer = b""
+    while not answer.endswith(b"\r\n"):
+        try:
+            more = conn.recv(256)
+        except (ssl.SSLError, ConnectionError):
+            more = b""
+        if not more:
+            return answer
+        answer += more
+    return answer
+
+
+def resp_tls(port, ctx, token):
+    """A RESP connection over TLS and the answer to AUTH with `token`."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    conn = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+    return conn, resp_ask(conn, f"AUTH {token}")
+
+
 def refused(fn):
     """Whether fn() fails with an SSL or connection error (a refused handshake)."""
     try:
@@ -291,6 +316,14 @@ def test_tls_and_tokens(binary, work, d):
         check("NOAUTH" not in out and "PONG" not in out,
               f"plain bytes to the TLS Redis listener get no answer: {out!r}")
 
+        # RESP connections open across the reload: the one whose token goes is closed at
+        # its next command (as Redis closes a deleted user's), the other goes on.
+        order_conn, order_auth = resp_tls(resp_port, tls_context(ca), TOKEN_ORDER)
+        all_conn, all_auth = resp_tls(resp_port, tls_context(ca), TOKEN_ALL)
+        check(order_auth == b"+OK\r\n" and all_auth == b"+OK\r\n" and
+              resp_ask(order_conn, "INCR order").startswith(b":"),
+              f"RESP connections authenticated before SIGHUP ({order_auth!r}, {all_auth!r})")
+
         # A keep-alive connection open across both reloads keeps working.
         keep = http.client.HTTPSConnection("127.0.0.1", http_port, context=ctx13, timeout=10)
         keep.request("GET", "/v1/snowflake", headers={"Authorization": f"Bearer {TOKEN_ALL}"})
@@ -315,6 +348,13 @@ def test_tls_and_tokens(binary, work, d):
         keep.request("GET", "/v1/snowflake", headers={"Authorization": f"Bearer {TOKEN_ALL}"})
         check(one_id(keep.getresponse().read()), "the connection opened before SIGHUP still works")
         keep.close()
+        answer = resp_ask(order_conn, "INCR order")
+        check(answer == b"",
+              f"after SIGHUP RESP closes the connection of a removed token ({answer!r})")
+        answer = resp_ask(all_conn, "INCR order")
+        check(answer.startswith(b":"), f"a RESP connection whose token stays goes on ({answer!r})")
+        order_conn.close()
+        all_conn.close()
 
         with open(key, "w") as f:
             f.write("not a key\n")

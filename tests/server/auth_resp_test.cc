@@ -1,8 +1,8 @@
 // Tokens and limits over RESP (server/resp_auth.cc): Redis 7's NOAUTH, WRONGPASS and
 // NOPERM in Redis's order, AUTH and HELLO AUTH, MULTI with a command outside the
-// token's scope, a token revoked or narrowed by a reload on an open connection, the
-// limits, and AUTH without tokens. The texts are those of a real redis-server 7.0
-// (tests/redis_clients/auth_compare.sh checks them against one).
+// token's scope, a token revoked (the connection closed) or narrowed by a reload on an
+// open connection, the limits, and AUTH without tokens. The texts are those of a real
+// redis-server 7.0 (tests/redis_clients/auth_compare.sh checks them against one).
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -158,15 +158,24 @@ TEST_F(AuthRespTest, MultiChecksEachCommandWhenQueuedAndExecAborts) {
   EXPECT_EQ(r[5].text, "1001");  // nothing of the transaction ran
 }
 
-TEST_F(AuthRespTest, ARevokedTokenStopsWorkingOnAnOpenConnection) {
+// As Redis closes the connections of a deleted user, a connection whose token a reload
+// removed is closed at its next command, unanswered; pipelined commands after it are not
+// run. A connection that authenticates again first goes on with the new token.
+TEST_F(AuthRespTest, ARevokedTokensConnectionIsClosedAtItsNextCommand) {
   EXPECT_EQ(send(auth_line(kOrder)).out, "+OK\r\n");
   EXPECT_EQ(send("INCR order\r\n").out, ":1001\r\n");
+  std::unique_ptr<Session> other = factory_();
+  EXPECT_EQ(resp_test::drive(*other, auth_line(kOrder)).out, "+OK\r\n");
   ASSERT_TRUE(auth_->replace(fmt::format("{} * name=all\n", kAll)).ok());
-  EXPECT_EQ(send("INCR order\r\n").out, kNoAuth);
-  EXPECT_EQ(send("PING\r\n").out, kNoAuth);
-  EXPECT_EQ(send(auth_line(kOrder)).out, kWrongPass);
-  EXPECT_EQ(send(auth_line(kAll)).out, "+OK\r\n");
-  EXPECT_EQ(send("INCR order\r\n").out, ":1002\r\n");
+  const uint64_t wrong_before = failures(AuthFailure::kWrong);
+  resp_test::Driven closed = send("INCR order\r\nPING\r\n");
+  EXPECT_TRUE(closed.closed);
+  EXPECT_EQ(closed.out, "");
+  EXPECT_EQ(failures(AuthFailure::kWrong), wrong_before + 1);
+
+  resp_test::Driven again = resp_test::drive(*other, auth_line(kOrder) + auth_line(kAll));
+  EXPECT_EQ(again.out, std::string(kWrongPass) + "+OK\r\n");
+  EXPECT_EQ(resp_test::drive(*other, "INCR order\r\n").out, ":1002\r\n");
 }
 
 TEST_F(AuthRespTest, AScopeTakenAwayBetweenQueueAndExecIsNopermInTheAnswer) {
