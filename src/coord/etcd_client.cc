@@ -266,7 +266,7 @@ Status EtcdClient::check_cluster(size_t m, const json& answer) {
 }
 
 EtcdClient::Attempt EtcdClient::attempt(size_t m, std::string_view path, const std::string& payload,
-                                        Clock::time_point deadline) {
+                                        Clock::time_point deadline, int request_ms) {
   using std::chrono::milliseconds;
   const EtcdMember& member = members_[m];
   const auto left_ms = [&](int most) {
@@ -308,15 +308,15 @@ EtcdClient::Attempt EtcdClient::attempt(size_t m, std::string_view path, const s
       }
     }
     bool answered = false;
-    const int request_ms = left_ms(timeouts_.request_ms);
+    const int exchange_ms = left_ms(request_ms);
     const ErrorCode ec =
-        connection->exchange(request, &response, milliseconds(request_ms), &answered);
+        connection->exchange(request, &response, milliseconds(exchange_ms), &answered);
     if (!ec) break;
     if (reused && !answered && tries == 0 && ec != beast::error::timeout) continue;
     out.move_on = true;
     out.result = Status::Unavailable(
         fmt::format("{}: {}: {}", member.shown, path,
-                    ec == beast::error::timeout ? fmt::format("no answer within {} ms", request_ms)
+                    ec == beast::error::timeout ? fmt::format("no answer within {} ms", exchange_ms)
                                                 : ec.message()));
     return out;
   }
@@ -385,7 +385,7 @@ Result<json> EtcdClient::call(std::string_view path, const json& body, EtcdRepea
                             members_[m].shown, budget_ms);
       break;
     }
-    Attempt a = attempt(m, path, payload, deadline);
+    Attempt a = attempt(m, path, payload, deadline, timeouts_.request_ms);
     if (a.result.ok()) {
       if (Status foreign = check_cluster(m, *a.result); !foreign.ok()) {
         a.result = std::move(foreign);
@@ -417,7 +417,7 @@ Status EtcdClient::check_members() {
   for (size_t m = 0; m < members_.size(); ++m) {
     const auto deadline =
         Clock::now() + std::chrono::milliseconds(timeouts_.connect_ms + answer_ms);
-    Attempt a = attempt(m, kPath, "{}", deadline);
+    Attempt a = attempt(m, kPath, "{}", deadline, answer_ms);
     if (!a.result.ok()) {
       note(m, false);
       errors += (errors.empty() ? "" : "; ") + a.result.status().message();

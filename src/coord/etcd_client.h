@@ -108,10 +108,12 @@ class EtcdClient {
   const std::string& shown() const { return shown_; }
   const std::vector<EtcdMember>& members() const { return members_; }
 
-  // Asks every member for its status, one attempt each of up to call_ms: InvalidArgument when two
-  // of them belong to different etcd clusters (a URL listing members of two clusters would give the
-  // same slot out twice once a call moves on), Unavailable naming each error when none answers.
-  // Members that do not answer are not an error while one does.
+  // Asks every member for its status, one attempt each, which may take the connect
+  // time plus the larger of request_ms and call_ms (no lease is at stake yet at open):
+  // InvalidArgument when two of them belong to different etcd clusters (a URL listing
+  // members of two clusters would give the same slot out twice once a call moves on),
+  // Unavailable naming each error when none answers. Members that do not answer are not
+  // an error while one does.
   Status check_members();
 
   // Sent to another member after an unknown fate too: a lease granted twice leaves one
@@ -149,9 +151,10 @@ class EtcdClient {
   using Clock = std::chrono::steady_clock;
 
   EtcdClient(std::vector<EtcdMember> members, Timeouts timeouts);
-  // One try of the request on member `m`, within `deadline`.
+  // One try of the request on member `m`, within `deadline`; the request itself (once
+  // connected) within `request_ms` too.
   Attempt attempt(size_t m, std::string_view path, const std::string& payload,
-                  Clock::time_point deadline) IDFORGE_EXCLUDES(mu_);
+                  Clock::time_point deadline, int request_ms) IDFORGE_EXCLUDES(mu_);
   // The members in the order this call tries them: the one in use first, then the
   // others in URL order, those in back-off last.
   std::vector<size_t> order_of_members() IDFORGE_EXCLUDES(mu_);

@@ -11,6 +11,7 @@
 #include "idforge/segment_store.h"
 #include "server/http_call.h"
 #include "server/http_reply.h"
+#include "server/http_tinyid.h"
 #include "server/id_service.h"
 
 namespace idforge::server {
@@ -25,41 +26,43 @@ struct Access {
   uint64_t ids = 0;
 };
 
-// A count parameter as the handler will read it (parse_request_count); 0 when it will
-// refuse it (the handler answers that), so only counts that would be served meet
-// max_ids. `clamp`: the handler cuts a count above max_count instead (Tinyid's
-// batchSize, as Tinyid's batch.size.max does).
-uint64_t ids_of(http::Call& c, std::string_view key, bool clamp) {
-  Result<std::string_view> text = http::param(c.s.query, key);
+// A request's count as the handler will read it (parse_request_count); 0 when it will
+// refuse it (the handler answers that), so only counts that would be served meet max_ids.
+uint64_t count_of(http::Call& c) {
+  Result<std::string_view> text = http::param(c.s.query, "count");
   if (!text.ok()) return 0;
-  const uint64_t max = c.service.config().max_count;
-  Result<uint64_t> n = parse_request_count(*text, clamp ? UINT64_MAX : max);
-  if (!n.ok()) return 0;
-  return clamp ? std::min(*n, max) : *n;
+  Result<uint64_t> n = parse_request_count(*text, c.service.config().max_count);
+  return n.ok() ? *n : 0;
+}
+
+// The same for Tinyid's batchSize, cut to max_count as its handler cuts it.
+uint64_t tinyid_batch_of(http::Call& c) {
+  Result<std::string_view> text = http::param(c.s.query, "batchSize");
+  if (!text.ok()) return 0;
+  Result<uint64_t> n = http::tinyid_batch_size(*text, c.service.config().max_count);
+  return n.ok() ? *n : 0;
 }
 
 Access access_of(http::Call& c, Route route) {
   switch (route) {
     case Route::kSnowflake:
-      return {Need::kSnowflake, {}, ids_of(c, "count", false)};
+      return {Need::kSnowflake, {}, count_of(c)};
     case Route::kLeafSnowflake:
       return {Need::kSnowflake, {}, 1};
     case Route::kSegment:
     case Route::kSerial:
-      return {Need::kSegment, c.capture, ids_of(c, "count", false)};
+      return {Need::kSegment, c.capture, count_of(c)};
     case Route::kLeafSegment:
       return {Need::kSegment, c.capture, 1};
     case Route::kTinyid: {
       Result<std::string_view> biz = http::param(c.s.query, "bizType");
       // nextSegmentId hands out a whole range of the tag's step, not a count asked for.
       const bool range = c.s.path.size() > 2 && c.s.path[2].starts_with("nextSegmentId");
-      // batchSize is cut to max_count, as the handler cuts it (Tinyid's batch.size.max).
-      return {Need::kSegment, biz.value_or(std::string_view()),
-              range ? 0 : ids_of(c, "batchSize", true)};
+      return {Need::kSegment, biz.value_or(std::string_view()), range ? 0 : tinyid_batch_of(c)};
     }
     case Route::kUuid7:
     case Route::kUlid:
-      return {Need::kUuid, {}, ids_of(c, "count", false)};
+      return {Need::kUuid, {}, count_of(c)};
     case Route::kMetrics:
     case Route::kStatus:
       return {Need::kMetrics, {}, 0};

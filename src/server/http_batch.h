@@ -1,7 +1,7 @@
-// Large /v1/snowflake, /v1/uuid7 and /v1/ulid batches, made in slices, and large
-// /v1/segment/TAG batches, formatted in slices: a batch of
-// 10,000 IDs takes a loop several hundred microseconds to make and format; in slices of
-// ServiceConfig::batch_slice the HTTP session hands the loop back between two slices
+// Large /v1/snowflake, /v1/uuid7 and /v1/ulid batches, made and formatted in slices,
+// and large /v1/segment/TAG batches, formatted in slices (is_sliced, id_batch.h). A batch
+// of 10,000 IDs takes a loop several hundred microseconds to make and format; in slices
+// of ServiceConfig::batch_slice the HTTP session hands the loop back between two slices
 // (Session::Next::kFlush), so one client pulling maximum batches adds at most a slice's
 // time to the latency of the others (docs/operations.md, "Limits"). Internal to the HTTP
 // front end (http_routes.cc, http_session.cc).
@@ -18,12 +18,6 @@
 #include "server/id_service.h"
 
 namespace idforge::server::http {
-
-// Whether a batch of `count` IDs is made in slices.
-inline bool may_slice(const IdService& service, uint64_t count) {
-  const uint64_t slice = service.config().batch_slice;
-  return slice > 0 && count > slice;
-}
 
 // An outcome whose `slices` makes every ID first, a slice per call (an error then
 // answers alone, as for a batch made at once: the IDs made before it are skipped),

@@ -72,7 +72,7 @@ Result<IdFormat> format_of(Call& c) {
 // --- ID routes ---
 
 RouteOutcome snowflake_ids(Call& c, uint64_t count, IdFormat format) {
-  if (http::may_slice(c.service, count)) {
+  if (is_sliced(c.service.config(), count)) {
     return http::sliced_batch(c.service, BatchKind::kSnowflake, count, format, c.mode);
   }
   c.s.ids.resize(count);
@@ -88,7 +88,7 @@ RouteOutcome segment_ids(Call& c, uint64_t count, IdFormat format) {
   Result<size_t> taken = c.service.try_segment(c.capture, c.s.ids);
   if (!taken.ok()) return fail(c, taken.status());
   if (*taken >= count) {
-    if (http::may_slice(c.service, count)) {
+    if (is_sliced(c.service.config(), count)) {
       return http::sliced_segment_batch(c.service, c.capture, c.s.ids, format, c.mode);
     }
     numeric_ids(c.s.body, format, "segment", c.capture, c.s.ids);
@@ -137,7 +137,7 @@ RouteOutcome leaf_segment(Call& c) { return segment_ids(c, 1, IdFormat::kBare); 
 RouteOutcome uuid7(Call& c) {
   Result<IdRequest> r = id_request(c);
   if (!r.ok()) return fail(c, r.status());
-  if (http::may_slice(c.service, r->count)) {
+  if (is_sliced(c.service.config(), r->count)) {
     return http::sliced_batch(c.service, BatchKind::kUuid7, r->count, r->format, c.mode);
   }
   c.s.uuids.resize(r->count);
@@ -150,7 +150,7 @@ RouteOutcome uuid7(Call& c) {
 RouteOutcome ulid(Call& c) {
   Result<IdRequest> r = id_request(c);
   if (!r.ok()) return fail(c, r.status());
-  if (http::may_slice(c.service, r->count)) {
+  if (is_sliced(c.service.config(), r->count)) {
     return http::sliced_batch(c.service, BatchKind::kUlid, r->count, r->format, c.mode);
   }
   c.s.ulids.resize(r->count);

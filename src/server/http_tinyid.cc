@@ -27,8 +27,7 @@ struct TinyidRequest {
   bool token_ok = false;
 };
 
-// bizType, token and batchSize. A batch above the service's max_count is cut to it, as
-// Tinyid cuts to batch.size.max.
+// bizType, token and batchSize (tinyid_batch_size).
 Result<TinyidRequest> read_request(Call& c) {
   TinyidRequest r;
   IDFORGE_ASSIGN_OR_RETURN(std::string_view biz, param(c.s.query, "bizType"));
@@ -36,10 +35,7 @@ Result<TinyidRequest> read_request(Call& c) {
   IDFORGE_ASSIGN_OR_RETURN(std::string_view batch, param(c.s.query, "batchSize"));
   r.biz_type = std::string(biz);
   r.token_ok = c.token_checked || c.service.tinyid_can_visit(biz, token);
-  if (!batch.empty()) {
-    IDFORGE_ASSIGN_OR_RETURN(uint64_t n, parse_u64(batch, "batchSize"));
-    r.batch = std::clamp<uint64_t>(n, 1, c.service.config().max_count);
-  }
+  IDFORGE_ASSIGN_OR_RETURN(r.batch, tinyid_batch_size(batch, c.service.config().max_count));
   return r;
 }
 
@@ -108,6 +104,12 @@ Result<std::vector<uint64_t>> fetch_ids(IdService* service, const TinyidRequest&
 }
 
 }  // namespace
+
+Result<uint64_t> tinyid_batch_size(std::string_view text, uint64_t max_count) {
+  if (text.empty()) return 1;
+  IDFORGE_ASSIGN_OR_RETURN(uint64_t n, parse_u64(text, "batchSize"));
+  return std::clamp<uint64_t>(n, 1, max_count);
+}
 
 RouteOutcome tinyid_next_id(Call& c) {
   Result<TinyidRequest> r = read_request(c);

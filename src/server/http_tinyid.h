@@ -5,9 +5,18 @@
 // file, by HttpGate before the handler runs (http_auth.h; Call::token_checked).
 #pragma once
 
+#include <cstdint>
+#include <string_view>
+
+#include "idforge/status.h"
 #include "server/http_call.h"
 
 namespace idforge::server::http {
+
+// Tinyid's batchSize as its routes read it: "" is 1; a number is cut to 1..max_count, as
+// Tinyid cuts it to batch.size.max; anything else InvalidArgument. HttpGate counts a
+// request's IDs against a token's max_ids with it too (http_auth.cc).
+Result<uint64_t> tinyid_batch_size(std::string_view text, uint64_t max_count);
 
 // {"data":[ids],"code":200,"message":""}; a bad token is code 5 "token is error", any
 // other failure code 6 with the reason, always with HTTP 200, as Tinyid answers.

@@ -20,6 +20,11 @@ namespace idforge::server {
 
 enum class BatchKind { kSnowflake, kUuid7, kUlid, kSegment };
 
+// Whether a batch of `count` IDs is made and written in slices (0: never).
+inline bool is_sliced(const ServiceConfig& config, uint64_t count) {
+  return config.batch_slice > 0 && count > config.batch_slice;
+}
+
 class IdBatch {
  public:
   // Sizes the batch; the vectors' memory is kept for the next one.

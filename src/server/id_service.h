@@ -65,9 +65,9 @@ struct ServiceConfig {
   std::string identity;  // empty: <hostname>:serve (idforge serve: <hostname>:<http port>)
   // Requests.
   uint64_t max_count = kDefaultMaxCount;  // most IDs one request may ask for
-  // A batch of more IDs is made and written this many at a time, the event loop serving other
-  // connections in between, so one client's large batches do not hold up the rest;
-  // 0: every batch in one go.
+  // A batch of more IDs is made and written this many at a time, the event loop
+  // serving other connections in between, so one client's large batches do not hold up
+  // the rest; 0: every batch in one go.
   uint64_t batch_slice = 1024;
   int64_t segment_wait_ms = 1000;      // longest a request waits for a segment
   uint64_t max_step = 1'000'000;       // upper bound of a tag's dynamic step

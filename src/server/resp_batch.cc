@@ -1,8 +1,9 @@
-// Large ID.SNOWFLAKE, ID.UUID7 and ID.ULID batches, made in slices (resp_session_impl.h,
-// "start_batch"), and large ID.NEXT arrays, written in slices. A batch of 10,000 IDs takes a loop
-// several hundred microseconds to make and write; in slices of ServiceConfig::batch_slice, the loop
-// serves its other connections between two slices, so one client pulling maximum batches adds at
-// most a slice's time to their latency (docs/operations.md, "Limits").
+// Large ID.SNOWFLAKE, ID.UUID7 and ID.ULID batches, made and written in slices, and large
+// ID.NEXT arrays, written in slices (resp_session_impl.h, "start_batch"). A batch of
+// 10,000 IDs takes a loop several hundred microseconds to make and write; in slices of
+// ServiceConfig::batch_slice, the loop serves its other connections between two slices,
+// so one client pulling maximum batches adds at most a slice's time to their latency
+// (docs/operations.md, "Limits").
 #include <algorithm>
 #include <span>
 #include <string>
@@ -14,10 +15,9 @@
 
 namespace idforge::server::resp {
 
-Answer RespSession::start_batch(BatchKind kind, uint64_t count, bool as_array) {
+Answer RespSession::start_batch(bool as_array) {
   batch_.emplace();
   batch_->as_array = as_array;
-  if (kind != BatchKind::kSegment) ids_batch_.start(kind, count);  // else taken already
   return {200, Next::kFlush};
 }
 

@@ -119,8 +119,7 @@ Answer RespSession::segment_ids(std::string_view tag, uint64_t count, IdsForm fo
   Result<size_t> filled = service_.try_segment(tag, ids);
   if (!filled.ok()) return {put_status(out, filled.status())};
   if (*filled == count) {
-    return sliced ? start_batch(BatchKind::kSegment, count, true)
-                  : Answer{put_segment_ids(out, ids, form, tag)};
+    return sliced ? start_batch(/*as_array=*/true) : Answer{put_segment_ids(out, ids, form, tag)};
   }
   if (may_wait_) {  // inside an EXEC job, already off the I/O thread
     const Status made = service_.segment(tag, ids.subspan(*filled));

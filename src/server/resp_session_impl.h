@@ -186,11 +186,15 @@ class RespSession final : public Session {
   // resp_batch.cc: a batch of more than ServiceConfig::batch_slice IDs, asked by a
   // command sent on its own (not queued by MULTI), is made and written one slice per
   // feed(), the loop serving other connections in between (Session::Next::kFlush).
-  bool may_slice(uint64_t count) const {
-    return sliceable_ && service_.config().batch_slice > 0 && count > service_.config().batch_slice;
+  bool may_slice(uint64_t count) const { return sliceable_ && is_sliced(service_.config(), count); }
+  // Starts writing ids_batch_, already started (IdBatch::start or start_taken): answers
+  // kFlush; feed() then gives the batch the command's bookkeeping.
+  Answer start_batch(bool as_array);
+  // The same for a batch of IDs still to make.
+  Answer start_batch(BatchKind kind, uint64_t count, bool as_array) {
+    ids_batch_.start(kind, count);
+    return start_batch(as_array);
   }
-  // Starts it: answers kFlush; feed() then gives the batch the command's bookkeeping.
-  Answer start_batch(BatchKind kind, uint64_t count, bool as_array);
   // One slice of the batch in progress; true once its answer is complete and counted.
   bool continue_batch(std::string& out);
 
