@@ -35,9 +35,10 @@ struct NextFlags {
 };
 
 // Flags that shape Snowflake IDs and mean nothing for a segment tag.
-constexpr const char* kSnowflakeOnly[] = {"--layout",   "--epoch",   "--tick-ms", "--datacenter",
-                                          "--worker",   "--node",    "--policy",  "--max-drift-ms",
-                                          "--registry", "--identity"};
+// (--registry is the fleet floor's with --tag.)
+constexpr const char* kSnowflakeOnly[] = {"--layout",       "--epoch",  "--tick-ms",
+                                          "--datacenter",   "--worker", "--node",
+                                          "--max-drift-ms", "--policy", "--identity"};
 // With --registry the lease decides the node fields.
 constexpr const char* kNodeFlags[] = {"--datacenter", "--worker", "--node"};
 
@@ -52,7 +53,9 @@ int run_next_tag(const CLI::App& cmd, const NextFlags& flags) {
   }
   Result<uint64_t> count = parse_count(flags.count);
   if (!count.ok()) return fail(count.status());
-  return print_segment_ids(flags.stores, *flags.tag, *count);
+  StoreFlags stores = flags.stores;
+  stores.registry_url = flags.registry.url;
+  return print_segment_ids(stores, *flags.tag, *count);
 }
 
 Result<SnowflakeOptions> build_options(const NextFlags& flags) {

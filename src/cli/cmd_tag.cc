@@ -154,9 +154,42 @@ Status check_start_above_served(const TagFlags& flags, const TagSpec& spec) {
   return Status::Ok();
 }
 
+// A tag recreated at or below what the fleet took of it (a store that lost it) starts
+// above that instead: the fleet floor knows what every node served, the operator need
+// not. A registry that cannot be asked leaves the start as given, with a warning: the
+// servers' guards still refuse every range the fleet took.
+void start_above_fleet_floor(const TagFlags& flags, TagSpec& spec) {
+  Result<coord::RegistryFloor> floor = open_floor(flags.stores);
+  Status st = floor.status();
+  uint64_t highest = 0;
+  if (st.ok() && floor->floor) {
+    const size_t count = std::max<size_t>(1, flags.stores.urls.size());
+    for (size_t i = 0; st.ok() && i < count; ++i) {
+      Result<uint64_t> h = floor->floor->highest(
+          store::place_name(static_cast<uint32_t>(i), static_cast<uint32_t>(count)), spec.name);
+      st = h.status();
+      if (h.ok()) highest = std::max(highest, *h);
+    }
+  }
+  if (!st.ok()) {
+    print_error(
+        fmt::format("warning: the fleet floor could not be read ({}); tag '{}' starts at "
+                    "{} as given, and the servers refuse any range the fleet took",
+                    st.message(), spec.name, spec.start));
+    return;
+  }
+  if (spec.start > highest) return;
+  print_error(
+      fmt::format("warning: the fleet has taken tag '{}' up to {} ({}): it starts at {} "
+                  "instead of {}",
+                  spec.name, highest, floor->floor->describe(), highest + 1, spec.start));
+  spec.start = highest + 1;
+}
+
 int run_create(const TagFlags& flags) {
   Result<TagSpec> spec = spec_from(flags);
   if (!spec.ok()) return fail(spec.status());
+  start_above_fleet_floor(flags, *spec);
   return on_each_store(flags.stores, [&](SegmentStore& store) -> Result<std::string> {
     // An existing tag gets "already exists" from the store, not this check.
     if (store.get_tag(spec->name).status().code() == StatusCode::kNotFound) {
@@ -272,6 +305,21 @@ int run_served(const TagFlags& flags) {
       if (m.tag == flags.name) rows.push_back({flags.stores.data_dir, m.place, m.highest});
     }
   }
+  if (Result<coord::RegistryFloor> floor = open_floor(flags.stores); !floor.ok()) {
+    first_error = floor.status();
+  } else if (floor->floor) {
+    const size_t count = std::max<size_t>(1, flags.stores.urls.size());
+    for (size_t i = 0; i < count; ++i) {
+      const std::string place =
+          store::place_name(static_cast<uint32_t>(i), static_cast<uint32_t>(count));
+      Result<uint64_t> highest = floor->floor->highest(place, flags.name);
+      if (!highest.ok()) {
+        if (first_error.ok()) first_error = highest.status();
+      } else if (*highest > 0) {
+        rows.push_back({"fleet floor " + floor->floor->describe(), place, *highest});
+      }
+    }
+  }
   for (const std::string& server : flags.servers) {
     Result<HttpGetReply> reply = http_get(server, "/v1/status", std::chrono::seconds(5));
     Status st = reply.status();
@@ -325,6 +373,7 @@ CLI::App* add_sub(CLI::App& tag, const std::string& name, const std::string& hel
                   const std::shared_ptr<TagFlags>& flags) {
   CLI::App* cmd = tag.add_subcommand(name, help);
   add_store_flags(*cmd, flags->stores);
+  if (name == "create" || name == "served") add_floor_registry_flag(*cmd, flags->stores);
   // Only the chosen subcommand's callback runs, so the flags can be shared.
   cmd->parse_complete_callback([flags, name] { flags->command = name; });
   return cmd;

@@ -39,6 +39,20 @@ void add_store_flags(CLI::App& cmd, StoreFlags& flags) {
       ->default_str(kDefaultDataDir);
 }
 
+void add_floor_registry_flag(CLI::App& cmd, StoreFlags& flags) {
+  cmd.add_option("--registry", flags.registry_url,
+                 "Worker-id registry whose fleet floor records what every node took of each tag "
+                 "(docs/stores.md, \"The fleet floor\"); the same URL as the servers' "
+                 "worker.registry")
+      ->type_name("URL")
+      ->envname("IDFORGE_REGISTRY")
+      ->default_str("local:DATA_DIR/workers");
+}
+
+Result<coord::RegistryFloor> open_floor(const StoreFlags& flags) {
+  return coord::open_registry_floor(flags.registry_url, flags.data_dir);
+}
+
 bool store_flags_given(const CLI::App& cmd) {
   return cmd.count("--store") > 0 || cmd.count("--data-dir") > 0;
 }
@@ -55,8 +69,13 @@ int print_segment_ids(const StoreFlags& flags, const std::string& tag, uint64_t 
   Result<std::unique_ptr<store::ServedMarks>> marks =
       store::ServedMarks::open(store::served_marks_path(flags.data_dir));
   if (!marks.ok()) return fail(marks.status());
+  // And never one any node of the fleet took (a store that went back after another
+  // node served from it).
+  Result<coord::RegistryFloor> floor = open_floor(flags);
+  if (!floor.ok()) return fail(floor.status());
   store::StoreSafety safety;
   safety.marks = marks->get();
+  safety.fleet = floor->floor.get();
   safety.max_step = kMaxDynamicStep;
   safety.allow_unsafe = flags.allow_unsafe;
   safety.log = [](const std::string& line) { print_error(line); };

@@ -227,6 +227,15 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) {
        return std::string(c.service.allow_unsafe_store ? "true" : "false");
      }},
+    {{"segment.fleet_floor", "IDFORGE_FLEET_FLOOR", "--fleet-floor", "true|false", "true",
+      "Record every segment range in the worker registry before it is used and refuse one the "
+      "fleet took already (a store that was wiped, restored or lowered). false only to compare; "
+      "static: worker ids have no shared place and no floor"},
+     {Kind::kBool},
+     [](ServeConfig& c, Value& v) { c.service.fleet_floor = v.text == "true"; },
+     [](const ServeConfig& c) { return std::string(c.service.fleet_floor ? "true" : "false"); },
+     {},
+     "stores.md#the-fleet-floor"},
     {{"segment.serial_zone", "IDFORGE_SERIAL_ZONE", "--serial-zone", "ZONE", "",
       "Time zone of the dates in serial numbers: UTC, +08:00 or an IANA name (Asia/Shanghai, "
       "from /usr/share/zoneinfo)"},

@@ -144,6 +144,12 @@ json create_revision_is(std::string_view key, int64_t revision) {
 json mod_revision_is(std::string_view key, int64_t revision) {
   return compare("MOD", key, "mod_revision", revision);
 }
+json value_is(std::string_view key, std::string_view value) {
+  return json{{"target", "VALUE"},
+              {"key", base64_encode(key)},
+              {"result", "EQUAL"},
+              {"value", base64_encode(value)}};
+}
 json lease_is(std::string_view key, int64_t lease) { return compare("LEASE", key, "lease", lease); }
 json put(std::string_view key, std::string_view value, int64_t lease) {
   json request{{"key", base64_encode(key)}, {"value", base64_encode(value)}};

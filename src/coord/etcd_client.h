@@ -65,6 +65,8 @@ namespace etcd_txn {
 nlohmann::json create_revision_is(std::string_view key, int64_t revision);
 // `key`'s mod_revision == `revision` (0: the key does not exist).
 nlohmann::json mod_revision_is(std::string_view key, int64_t revision);
+// `key` exists and holds `value`.
+nlohmann::json value_is(std::string_view key, std::string_view value);
 // `key` is attached to `lease` (0 when the key does not exist).
 nlohmann::json lease_is(std::string_view key, int64_t lease);
 nlohmann::json put(std::string_view key, std::string_view value, int64_t lease = 0);

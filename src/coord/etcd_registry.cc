@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "coord/etcd_client.h"
+#include "coord/etcd_records.h"
 #include "core/text.h"
 
 namespace idforge::coord {
@@ -87,7 +88,8 @@ class EtcdRegistry final : public WorkerRegistry {
       : options_(options),
         client_(std::move(client)),
         prefix_(fmt::format("/idforge/{}/", options.cluster)),
-        described_(fmt::format("{} cluster {}", client_->shown(), options.cluster)) {}
+        described_(fmt::format("{} cluster {}", client_->shown(), options.cluster)),
+        records_(make_etcd_records(*client_, prefix_, described_)) {}
 
   // Fails unless a member answers, or when the members belong to different clusters.
   Status open() { return client_->check_members(); }
@@ -98,6 +100,7 @@ class EtcdRegistry final : public WorkerRegistry {
   Result<std::vector<SlotStatus>> status() override;
   Status force_release(uint64_t slot) override;
   std::string describe() const override { return described_; }
+  FleetRecords* fleet_records() override { return records_.get(); }
 
  private:
   std::string workers_prefix() const { return prefix_ + "workers/"; }
@@ -128,6 +131,7 @@ class EtcdRegistry final : public WorkerRegistry {
   const std::unique_ptr<EtcdClient> client_;
   const std::string prefix_;
   const std::string described_;
+  const std::unique_ptr<FleetRecords> records_;
 };
 
 Status EtcdRegistry::check_slot(uint64_t slot) const {

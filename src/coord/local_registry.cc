@@ -12,6 +12,7 @@
 #include <string>
 
 #include "coord/file_high_water.h"
+#include "coord/local_records.h"
 #include "coord/slot_file_registry.h"
 #include "core/text.h"
 
@@ -42,7 +43,8 @@ std::string escape_identity(const std::string& identity) {
 class LocalRegistry final : public SlotFileRegistry {
  public:
   LocalRegistry(std::string dir, RegistryOptions options)
-      : SlotFileRegistry(std::move(dir), std::move(options)) {}
+      : SlotFileRegistry(std::move(dir), std::move(options)),
+        records_(make_local_records(this->dir(), "local:" + this->dir())) {}
 
   Result<Lease> acquire(const std::string& identity) override {
     if (identity.empty()) return Status::InvalidArgument("a worker identity must not be empty");
@@ -79,8 +81,11 @@ class LocalRegistry final : public SlotFileRegistry {
   }
 
   std::string describe() const override { return "local:" + dir(); }
+  FleetRecords* fleet_records() override { return records_.get(); }
 
  private:
+  std::unique_ptr<FleetRecords> records_;
+
   // Best effort: written with the mark store's durable replace, but a failure only
   // means the identity may get another slot next time.
   void remember(const std::string& path, uint64_t slot) {

@@ -67,6 +67,7 @@
 #include <utility>
 #include <vector>
 
+#include "coord/redis_records.h"
 #include "core/random.h"
 #include "core/text.h"
 #include "core/thread_annotations.h"
@@ -166,8 +167,8 @@ redis.call('DEL', KEYS[1])
 return {1, ''}
 )lua";
 
-enum Script : size_t { kAcquire, kRenew, kRelease, kScriptCount };
-constexpr const char* kScripts[kScriptCount] = {kAcquireLua, kRenewLua, kReleaseLua};
+enum Script : size_t { kAcquire, kRenew, kRelease, kReplaceRecord, kScriptCount };
+const char* const kScripts[kScriptCount] = {kAcquireLua, kRenewLua, kReleaseLua, kRedisReplaceLua};
 
 std::string random_hex(int bytes) {
   std::vector<uint8_t> raw(static_cast<size_t>(bytes));
@@ -238,7 +239,11 @@ class RedisRegistry final : public WorkerRegistry {
         writes_(writes),
         client_(std::move(target), kScripts, timeouts, kMaxConnections),
         prefix_(fmt::format("idforge:{}:", options.cluster)),
-        described_(fmt::format("{} cluster {}", client_.shown(), options.cluster)) {}
+        described_(fmt::format("{} cluster {}", client_.shown(), options.cluster)),
+        records_(make_redis_records(client_, kReplaceRecord, prefix_, described_,
+                                    [this](RedisConnection& c) {
+                                      return wait_for_replicas(c, "a fleet record's write");
+                                    })) {}
 
   Status open() { return client_.ping(); }
 
@@ -248,6 +253,7 @@ class RedisRegistry final : public WorkerRegistry {
   Result<std::vector<SlotStatus>> status() override;
   Status force_release(uint64_t slot) override;
   std::string describe() const override { return described_; }
+  FleetRecords* fleet_records() override { return records_.get(); }
 
  private:
   std::string worker_key(uint64_t slot) const { return fmt::format("{}worker:{}", prefix_, slot); }
@@ -275,6 +281,7 @@ class RedisRegistry final : public WorkerRegistry {
   const std::string described_;
   Mutex told_mu_;
   std::string told_ IDFORGE_GUARDED_BY(told_mu_);  // the key of the last line written
+  const std::unique_ptr<FleetRecords> records_;    // declared last: its callback uses the rest
 };
 
 Status RedisRegistry::check_slot(uint64_t slot) const {

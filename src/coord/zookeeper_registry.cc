@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "coord/zk_session.h"
+#include "coord/zookeeper_records.h"
 #include "core/text.h"
 #include "core/thread_annotations.h"
 
@@ -192,7 +193,9 @@ class ZookeeperRegistry final : public WorkerRegistry {
   ZookeeperRegistry(Target target, RegistryOptions options)
       : target_(std::move(target)),
         options_(std::move(options)),
-        base_(target_.path + "/" + options_.cluster) {}
+        base_(target_.path + "/" + options_.cluster),
+        records_(make_zookeeper_records([this] { return live_session(); }, base_ + "/fleet",
+                                        describe())) {}
 
   Result<Lease> acquire(const std::string& identity) override;
   Status renew(const Lease& lease, int64_t high_water_ms) override;
@@ -202,6 +205,7 @@ class ZookeeperRegistry final : public WorkerRegistry {
   std::string describe() const override {
     return fmt::format("{} cluster {}", target_.shown(), options_.cluster);
   }
+  FleetRecords* fleet_records() override { return records_.get(); }
 
  private:
   // Node contents for update_node: the new data, or nullopt when nothing needs writing.
@@ -240,6 +244,7 @@ class ZookeeperRegistry final : public WorkerRegistry {
   Mutex connect_mu_;
   mutable Mutex mu_;
   std::shared_ptr<ZkSession> session_ IDFORGE_GUARDED_BY(mu_);  // the pointer, not the session
+  const std::unique_ptr<FleetRecords> records_;
 };
 
 Result<std::shared_ptr<ZkSession>> ZookeeperRegistry::live_session() {
@@ -254,7 +259,7 @@ Result<std::shared_ptr<ZkSession>> ZookeeperRegistry::live_session() {
   IDFORGE_ASSIGN_OR_RETURN(std::shared_ptr<ZkSession> fresh,
                            ZkSession::open(target_.hosts, static_cast<int>(options_.ttl_ms),
                                            connect_wait_ms, target_.shown()));
-  for (const char* dir : {"/slots", "/identities", "/marks"}) {
+  for (const char* dir : {"/slots", "/identities", "/marks", "/fleet"}) {
     IDFORGE_RETURN_IF_ERROR(fresh->ensure_path(base_ + dir));
   }
   std::shared_ptr<ZkSession> old;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet_records.h"
 #include "idforge/status.h"
 
 namespace idforge {
@@ -81,6 +82,10 @@ class WorkerRegistry {
   virtual Status force_release(uint64_t slot) = 0;
   // "redis://127.0.0.1:6379 cluster default", without secrets.
   virtual std::string describe() const = 0;
+  // The records the fleet shares in this registry (the fleet floor keeps what every
+  // node took of each segment tag there); null where it has no place the whole fleet
+  // shares (static:). Lives as long as the registry.
+  virtual FleetRecords* fleet_records() { return nullptr; }
 };
 
 // "all 1024 worker slots (2^10: datacenter 5 bits + worker 5 bits) are taken" with

@@ -10,6 +10,8 @@
 #include <climits>
 #include <cstdio>
 
+#include "coord/registry_floor.h"
+#include "log/log.h"
 #include "server/service_health.h"
 #include "server/service_segments.h"
 #include "server/service_snowflake.h"
@@ -85,6 +87,8 @@ struct IdService::Impl {
   TimeZone zone;
   Uuid7Generator uuid7;
   UlidGenerator ulid;
+  // The fleet floor and its registry: the stores' guards point into them.
+  coord::RegistryFloor floor;
   // Built in this order and stopped in reverse of what matters: the lease is released
   // before the probers are joined, so a hung store never delays handing the slot back.
   std::unique_ptr<SegmentPart> segments;
@@ -92,6 +96,31 @@ struct IdService::Impl {
   std::unique_ptr<ServiceHealth> health;
   std::unique_ptr<store::TinyidTokens> tinyid_tokens;  // null: no Tinyid tokens configured
 };
+
+Status IdService::open_fleet_floor(const ServiceConfig& c, Impl& impl) {
+  if (!c.fleet_floor) {
+    log::warn("segment.fleet_floor_off",
+              {{"message",
+                "segment.fleet_floor is false: a store that goes back with its identity (a dump "
+                "restored, a tag recreated, max_id lowered) after another node served can make "
+                "IDs repeat; each node's own served marks and the identity check remain"}});
+    return Status::Ok();
+  }
+  IDFORGE_ASSIGN_OR_RETURN(impl.floor, coord::open_registry_floor(c.registry_url, c.data_dir));
+  if (!impl.floor.floor) {
+    log::warn("segment.fleet_floor_none",
+              {{"registry", impl.floor.registry->describe()},
+               {"message",
+                "static: worker ids have no place the fleet shares, so there is no fleet floor: "
+                "each node refuses ranges at or below what it served itself, and a store whose "
+                "identity changed moves its tags forward by the failover margin, but a store "
+                "that goes back with its identity after another node served is not caught "
+                "(docs/stores.md, \"The fleet floor\")"}});
+    return Status::Ok();
+  }
+  log::info("segment.fleet_floor", {{"registry", impl.floor.floor->describe()}});
+  return Status::Ok();
+}
 
 IdService::IdService(ServiceConfig config)
     : config_(std::move(config)), impl_(std::make_unique<Impl>()) {}
@@ -114,8 +143,10 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   // in the data directory, and a store whose history changed moves its tags forward.
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<store::ServedMarks> marks,
                            store::ServedMarks::open(store::served_marks_path(c.data_dir)));
+  IDFORGE_RETURN_IF_ERROR(open_fleet_floor(c, impl));
   store::StoreSafety safety;
   safety.marks = marks.get();
+  safety.fleet = impl.floor.floor.get();
   safety.margin = c.failover_margin;
   safety.max_step = c.max_step;
   safety.allow_unsafe = c.allow_unsafe_store;

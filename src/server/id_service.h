@@ -77,8 +77,10 @@ struct ServiceConfig {
   // this is logged as slow (docs/operations.md, "Logs").
   int64_t slow_store_ms = 500;
   bool allow_unsafe_store = false;  // issue from a store whose settings can lose ranges
-  std::string serial_zone;          // time zone of serial dates; empty: UTC
-  std::string admin_token;          // empty: admin routes are off
+  // Record each range in the worker registry's fleet floor before use (core/fleet_floor.h).
+  bool fleet_floor = true;
+  std::string serial_zone;  // time zone of serial dates; empty: UTC
+  std::string admin_token;  // empty: admin routes are off
   // The MySQL database whose tiny_id_token table holds the tokens of the Tinyid routes
   // (/tinyid/id/...); empty: those routes refuse every token, as Tinyid with no tokens.
   std::string tinyid_tokens_url;
@@ -222,6 +224,9 @@ class IdService {
  private:
   struct Impl;
   explicit IdService(ServiceConfig config);
+  // Opens the worker registry a second time for the fleet floor (core/fleet_floor.h),
+  // unless it is off or the registry has no shared place (each logged).
+  static Status open_fleet_floor(const ServiceConfig& config, Impl& impl);
 
   ServiceConfig config_;
   Metrics metrics_;

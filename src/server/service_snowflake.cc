@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "coord/registry_floor.h"
 #include "core/now_ms.h"
 #include "core/snowflake_impl.h"
 
@@ -45,7 +46,7 @@ SnowflakePart::~SnowflakePart() { stop().ignore_error(); }
 
 Status SnowflakePart::open_lease() {
   std::string url = config_.registry_url;
-  if (url.empty()) url = "local:" + config_.data_dir + "/workers";
+  if (url.empty()) url = coord::default_registry_url(config_.data_dir);
   Result<coord::OpenedRegistry> opened =
       coord::open_worker_registry(url, config_.layout, config_.layout_label, config_.data_dir);
   if (!opened.ok()) return opened.status();

@@ -2,58 +2,22 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <fstream>
 #include <sstream>
 
 #include "core/text.h"
+#include "store/durable_file.h"
 
 namespace idforge::store {
 namespace {
 
 constexpr std::string_view kHeader = "idforge-served-marks 1";
-
-std::string dir_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// Writes `text` to `path` so that a crash leaves the old or the new contents.
-Status write_durably(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, text::errno_text()));
-  Status st = Status::Ok();
-  while (st.ok() && !text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      st = Status::IoError(fmt::format("write {}: {}", tmp, text::errno_text()));
-      break;
-    }
-    text.remove_prefix(static_cast<size_t>(n));
-  }
-  if (st.ok() && ::fsync(fd) != 0) {
-    st = Status::IoError(fmt::format("fsync {}: {}", tmp, text::errno_text()));
-  }
-  ::close(fd);
-  if (!st.ok()) return st;
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::IoError(fmt::format("rename {} -> {}: {}", tmp, path, text::errno_text()));
-  }
-  // The rename is durable only once the directory entry is.
-  const int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::IoError(fmt::format("open dir of {}: {}", path, text::errno_text()));
-  const int rc = ::fsync(dfd);
-  ::close(dfd);
-  if (rc != 0) return Status::IoError(fmt::format("fsync dir of {}: {}", path, text::errno_text()));
-  return Status::Ok();
-}
 
 bool valid_word(std::string_view w) {
   if (w.empty() || w.size() > 512) return false;
@@ -125,17 +89,51 @@ Status ServedMarks::parse(const std::string& text) {
   return Status::Ok();
 }
 
-Status ServedMarks::save_locked() const {
+Status ServedMarks::save_locked() {
   if (path_.empty()) return Status::Ok();
-  std::string text(kHeader);
-  text += '\n';
-  for (const auto& [place, identity] : identities_) {
-    text += fmt::format("identity {} {}\n", place, identity);
+  // Another process on this data directory (`idforge next --tag` beside `idforge
+  // serve`) writes the same file: one writer at a time, and each first takes in what
+  // the others recorded, so no process's marks are lost to another's older copy.
+  const std::string lock_path = path_ + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
+  while (::flock(lock, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const std::string why = text::errno_text();
+      ::close(lock);
+      return Status::IoError(fmt::format("lock {}: {}", lock_path, why));
+    }
   }
-  for (const auto& [place, tags] : marks_) {
-    for (const auto& [tag, value] : tags) text += fmt::format("mark {} {} {}\n", place, tag, value);
+  Status st = merge_from_disk_locked();
+  if (st.ok()) {
+    std::string text(kHeader);
+    text += '\n';
+    for (const auto& [place, identity] : identities_) {
+      text += fmt::format("identity {} {}\n", place, identity);
+    }
+    for (const auto& [place, tags] : marks_) {
+      for (const auto& [tag, value] : tags) {
+        text += fmt::format("mark {} {} {}\n", place, tag, value);
+      }
+    }
+    st = write_file_durably(path_, text);
   }
-  return write_durably(path_, text);
+  ::close(lock);  // drops the flock
+  return st;
+}
+
+Status ServedMarks::merge_from_disk_locked() {
+  Result<std::unique_ptr<ServedMarks>> disk = open(path_);
+  if (!disk.ok()) return disk.status();
+  for (const auto& [place, tags] : (*disk)->marks_) {
+    for (const auto& [tag, value] : tags) {
+      uint64_t& slot = marks_[place][tag];
+      slot = std::max(slot, value);
+    }
+  }
+  // This process's own view of a place's identity wins; one it never saw is taken.
+  for (const auto& [place, identity] : (*disk)->identities_) identities_.emplace(place, identity);
+  return Status::Ok();
 }
 
 uint64_t ServedMarks::highest(std::string_view place, std::string_view tag) const {

@@ -10,7 +10,10 @@
 // when this node last saw it (StoreIdentity::current).
 //
 // record() returns only once the new mark is durable: a temporary file, fsync, rename,
-// fsync of the directory; a crash leaves the old or the new file, never a torn one. A
+// fsync of the directory; a crash leaves the old or the new file, never a torn one.
+// Several processes may share the file (`idforge serve` and `idforge next --tag` on one
+// data directory): each write holds an flock on PATH.lock and first merges in what the
+// others wrote, so none loses another's marks. A
 // file that cannot be read as marks is an error, never "no marks". An empty path keeps
 // the marks in memory (tests, and callers that have no data directory). Thread-safe.
 #pragma once
@@ -59,7 +62,10 @@ class ServedMarks {
  private:
   explicit ServedMarks(std::string path) : path_(std::move(path)) {}
   Status parse(const std::string& text);
-  Status save_locked() const;
+  // Writes the marks, merged with what other processes wrote since (under an flock on
+  // PATH.lock). On failure the caller undoes its change.
+  Status save_locked();
+  Status merge_from_disk_locked();
 
   const std::string path_;
   mutable std::mutex mu_;

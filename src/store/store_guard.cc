@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace idforge::store {
@@ -9,6 +10,9 @@ namespace {
 
 // An identity that changes again while it is being adopted is retried this often.
 constexpr int kAdoptAttempts = 3;
+// Ranges one allocate() takes when the store keeps handing out refused ones: the first
+// refusal raises the tag, so the second range is normally good.
+constexpr int kRefusedAttempts = 3;
 
 }  // namespace
 
@@ -163,6 +167,37 @@ Status StoreGuard::verify_identity_locked() {
 
 Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
   std::lock_guard tag_lock(tag_mutex(tag));
+  // A refused range moves the tag past what was served; the store is then ahead again
+  // and the next range comes at once, so a request sees a store that went back as one
+  // slower refill rather than a failure.
+  for (int attempt = 1;; ++attempt) {
+    bool raised = false;
+    Result<Segment> got = allocate_once(tag, step, &raised);
+    if (got.ok() || !raised || attempt == kRefusedAttempts) return got;
+  }
+}
+
+Status StoreGuard::raise_tag(std::string_view tag, uint64_t floor) {
+  {
+    std::lock_guard state(mu_);
+    verified_.clear();
+  }
+  IDFORGE_RETURN_IF_ERROR(check());
+  // With the same history (an operator's UPDATE or recreated tag, a restore that brought
+  // the identity back) the tag is raised in place; it only ever raises, and the record
+  // stays. A changed identity was handled by check() moving every tag forward.
+  IdentityChange raise;
+  {
+    std::lock_guard state(mu_);
+    raise.expected = raise.adopt = recorded_;
+  }
+  raise.floors.emplace(std::string(tag), floor);
+  IDFORGE_ASSIGN_OR_RETURN(bool applied, store_->adopt_identity(raise));
+  if (!applied) return Status::Unavailable("the store's recorded identity changed meanwhile");
+  return Status::Ok();
+}
+
+Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, bool* raised) {
   std::string verified;
   {
     std::lock_guard state(mu_);
@@ -220,24 +255,59 @@ Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
             {"last", seg.last()},
             {"served", served}},
            why);
-    // A changed identity moves every tag forward at once. With the same history (an
-    // operator's UPDATE, a restore over the same file) this node raises the tag to what
-    // it served, so the store is ahead again: it only ever raises.
-    {
-      std::lock_guard state(mu_);
-      verified_.clear();
-    }
-    if (check().ok()) {
-      IdentityChange raise;
-      {
-        std::lock_guard state(mu_);
-        raise.expected = raise.adopt = recorded_;  // only raises; the record stays
-      }
-      raise.floors.emplace(std::string(tag), served);
-      store_->adopt_identity(raise).status().ignore_error();
-    }
+    *raised = raise_tag(tag, served).ok();
     return Status::Unavailable(why);
   }
+
+  if (settings_.fleet != nullptr) {
+    Result<FloorTake> took = settings_.fleet->take(place_, tag, seg.first, seg.last());
+    if (!took.ok()) {
+      const std::string why = fmt::format(
+          "tag {}: the range {}..{} was not used: the fleet floor in {} could not record it ({}); "
+          "the tag's buffered IDs are still served",
+          tag, seg.first, seg.last(), settings_.fleet->describe(), took.status().message());
+      {
+        std::lock_guard state(mu_);
+        ++fleet_unrecorded_;
+        range_problem_ = why;
+      }
+      report(log::Level::kWarn, "segment.fleet_floor_unavailable",
+             {{"tag", tag},
+              {"store", store_->describe()},
+              {"registry", settings_.fleet->describe()},
+              {"first", seg.first},
+              {"last", seg.last()},
+              {"error", took.status().message()}},
+             why);
+      return Status::Unavailable(why);
+    }
+    if (!took->taken) {
+      const uint64_t floor = std::max(took->highest, served);
+      const std::string why = fmt::format(
+          "tag {}: segment store {} handed out {}..{}, but the fleet has already taken up to {} "
+          "of it ({}): refused (the store went back: wiped and recreated, restored, lowered by "
+          "hand or failed over); the tag is moved past {} and served again",
+          tag, store_->describe(), seg.first, seg.last(), took->highest,
+          settings_.fleet->describe(), floor);
+      {
+        std::lock_guard state(mu_);
+        ++fleet_refused_;
+        range_problem_ = why;
+      }
+      report(log::Level::kError, "segment.range_refused_by_fleet",
+             {{"tag", tag},
+              {"store", store_->describe()},
+              {"place", place_},
+              {"first", seg.first},
+              {"last", seg.last()},
+              {"fleet_highest", took->highest},
+              {"registry", settings_.fleet->describe()}},
+             why);
+      *raised = raise_tag(tag, floor).ok();
+      return Status::Unavailable(why);
+    }
+  }
+
   Status recorded = settings_.marks->record(place_, tag, seg.last());
   if (!recorded.ok()) {
     return Status::IoError(fmt::format("tag {}: the range {}..{} was not used: {}", tag, seg.first,
@@ -261,6 +331,8 @@ GuardStatus StoreGuard::status() const {
   s.foreign_ranges = foreign_;
   s.identity_changes = changes_;
   s.identity_changes_seen = changes_seen_;
+  s.fleet_refused_ranges = fleet_refused_;
+  s.fleet_unrecorded_ranges = fleet_unrecorded_;
   return s;
 }
 

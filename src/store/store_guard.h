@@ -6,7 +6,12 @@
 //   of that tag from this store's place (ServedMarks, kept across restarts), and only
 //   once that is durable. Anything else is refused with a clear error and counted, and
 //   the tag is not served from this store until the store is ahead again.
-// - The fleet: every range must be committed by the store history this node verified
+// - The fleet floor (core/fleet_floor.h): every range is recorded in the worker-id
+//   registry as taken before it is used, and one that any node of the fleet took
+//   already, or that lies at or below what the fleet took, is refused and the tag moved
+//   past it. This is what catches a store that went back with its identity (a dump
+//   restored, a tag recreated, max_id lowered by hand) after another node served.
+// - The store's history: every range must be committed by the store history this node verified
 //   (the identity a store reports with each range: PostgreSQL's system identifier and
 //   timeline, Redis's replication id, an SQLite file's inode). When the history changed
 //   (a promoted replica, a restored backup, a Redis restarted without its data), the
@@ -28,6 +33,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/fleet_floor.h"
 #include "idforge/segment_store.h"
 #include "idforge/status.h"
 #include "log/log.h"
@@ -48,6 +54,7 @@ extern const std::string kNewStorePrefix;
 
 struct GuardSettings {
   ServedMarks* marks = nullptr;  // required
+  FleetFloor* fleet = nullptr;   // null: no shared place (static: worker ids, admin commands)
   uint64_t margin = 0;           // added to every tag when the store's identity changes
   bool allow_unsafe = false;     // use a store whose durability settings can lose ranges
   // One line per change of state (a refusal, an identity change). Empty: the events go
@@ -59,11 +66,13 @@ struct GuardStatus {
   std::string place;     // "0/1"
   std::string identity;  // the verified store history ("" until verified)
   bool verified = false;
-  std::string problem;                 // why ranges are not taken now ("" when fine)
-  uint64_t refused_ranges = 0;         // ranges at or below what this node served
-  uint64_t foreign_ranges = 0;         // ranges committed under an unverified history
-  uint64_t identity_changes = 0;       // changes this node applied (moved tags forward)
-  uint64_t identity_changes_seen = 0;  // changes another node had applied first
+  std::string problem;                   // why ranges are not taken now ("" when fine)
+  uint64_t refused_ranges = 0;           // ranges at or below what this node served
+  uint64_t foreign_ranges = 0;           // ranges committed under an unverified history
+  uint64_t identity_changes = 0;         // changes this node applied (moved tags forward)
+  uint64_t identity_changes_seen = 0;    // changes another node had applied first
+  uint64_t fleet_refused_ranges = 0;     // ranges the fleet floor had taken already
+  uint64_t fleet_unrecorded_ranges = 0;  // ranges unused: the fleet floor did not answer
 };
 
 class StoreGuard final : public RangeSource {
@@ -76,8 +85,9 @@ class StoreGuard final : public RangeSource {
   // does not answer.
   Status check();
 
-  // The store's next range of `tag`, guarded as above. Unavailable for a refused range
-  // (the buffer retries; the store is ahead again after the fleet step).
+  // The store's next range of `tag`, guarded as above. A refused range moves the tag
+  // past what was served and the next one is taken at once; Unavailable when that
+  // keeps failing, or when the fleet floor cannot record the range.
   Result<Segment> allocate(std::string_view tag, uint64_t step) override;
 
   GuardStatus status() const;
@@ -86,6 +96,10 @@ class StoreGuard final : public RangeSource {
 
  private:
   Status check_locked();
+  // One range, guarded; *raised when it was refused and the tag moved past it.
+  Result<Segment> allocate_once(std::string_view tag, uint64_t step, bool* raised);
+  // Moves `tag` to at least `floor` in the store (same history only).
+  Status raise_tag(std::string_view tag, uint64_t floor);
   Status verify_identity_locked();
   std::mutex& tag_mutex(std::string_view tag);
   // Reports a change of state: to GuardSettings::log when set, else to the process log
@@ -107,6 +121,7 @@ class StoreGuard final : public RangeSource {
   std::string check_problem_;  // under mu_: why the last check() failed
   std::string range_problem_;  // under mu_: the last refused range, until one is taken
   uint64_t refused_ = 0, foreign_ = 0, changes_ = 0, changes_seen_ = 0;  // under mu_
+  uint64_t fleet_refused_ = 0, fleet_unrecorded_ = 0;                    // under mu_
   // One allocation per tag at a time, so check-then-record sees ranges in store order.
   std::mutex tags_mu_;
   std::map<std::string, std::unique_ptr<std::mutex>, std::less<>> tag_mu_;  // under tags_mu_

@@ -90,6 +90,7 @@ Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& giv
 
   GuardSettings settings;
   settings.marks = safety.marks;
+  settings.fleet = safety.fleet;
   settings.margin = safety.margin != 0 ? safety.margin : default_failover_margin(safety.max_step);
   settings.allow_unsafe = safety.allow_unsafe;
   settings.log = safety.log;

@@ -35,7 +35,10 @@ struct OpenedStore {
 // What a process that issues segment IDs asks of its stores (store_guard.h).
 struct StoreSafety {
   ServedMarks* marks = nullptr;  // null: no guard (admin commands, store tests)
-  uint64_t margin = 0;           // the failover margin; 0: default_failover_margin(max_step)
+  // What the fleet took of each tag, in the worker-id registry (core/fleet_floor.h);
+  // null where the registry has no shared place (static:).
+  FleetFloor* fleet = nullptr;
+  uint64_t margin = 0;  // the failover margin; 0: default_failover_margin(max_step)
   uint64_t max_step = 1'000'000;
   bool allow_unsafe = false;  // accept a store whose settings can lose committed ranges
   std::function<void(const std::string&)> log;
