@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/text.h"
+#include "store/durable_file.h"
 
 namespace idforge::coord {
 namespace {
@@ -97,29 +98,11 @@ std::string slot_mark_path(const std::string& dir, uint64_t slot) {
 }
 
 Status ensure_private_dir(const std::string& dir, const std::string& what) {
-  namespace fs = std::filesystem;
-  if (dir.empty()) return Status::InvalidArgument(fmt::format("{} is empty", what));
-  // Create first, look after: with "is it a directory? does it exist? create" a process
-  // starting beside another saw the other's new directory between its two checks and
-  // called it "not a directory".
-  std::error_code ec;
-  const bool created = fs::create_directories(dir, ec);
-  std::error_code look;
-  if (!fs::is_directory(dir, look)) {
-    if (fs::exists(dir, look)) {
-      return Status::InvalidArgument(fmt::format("{} '{}' is not a directory", what, dir));
-    }
-    return Status::IoError(
-        fmt::format("cannot create {} '{}': {}", what, dir, ec ? ec.message() : look.message()));
-  }
-  if (!created) return Status::Ok();  // someone's directory: its mode is theirs
-  // Lock files name the hosts' identities; nobody else needs to read or touch them.
-  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
-  if (ec) {
-    return Status::IoError(
-        fmt::format("cannot restrict {} '{}' to its owner: {}", what, dir, ec.message()));
-  }
-  return Status::Ok();
+  // Mode 0700 for what we create (lock files name the hosts' identities; nobody else
+  // needs to read or touch them), each new directory fsynced into its parent; a
+  // directory someone else made keeps its mode. Safe beside another process doing the
+  // same at the same moment.
+  return store::make_dirs_durably(dir, what);
 }
 
 std::string SlotHolder::describe() const {

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <utility>
 
+#include "store/durable_file.h"
 #include "store/store_factory.h"
 
 namespace idforge::store {
@@ -32,25 +33,15 @@ class UnreachableSource final : public RangeSource {
 
 Status ensure_data_dir(const std::string& data_dir) {
   if (data_dir.empty()) return Status::InvalidArgument("--data-dir is empty");
-  const fs::path dir(data_dir);
   std::error_code ec;
-  if (fs::is_directory(dir, ec)) return Status::Ok();
-  if (fs::exists(dir, ec)) {
+  if (fs::exists(data_dir, ec) && !fs::is_directory(data_dir, ec)) {
     return Status::InvalidArgument(
         fmt::format("--data-dir '{}' exists and is not a directory", data_dir));
   }
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return Status::IoError(
-        fmt::format("cannot create data directory '{}': {}", data_dir, ec.message()));
-  }
-  // It will hold lock files and the ID store: nobody else needs to read or touch it.
-  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
-  if (ec) {
-    return Status::IoError(fmt::format("cannot restrict data directory '{}' to its owner: {}",
-                                       data_dir, ec.message()));
-  }
-  return Status::Ok();
+  // Mode 0700 (it will hold lock files and the ID store: nobody else needs to read or
+  // touch it), and each new directory fsynced into its parent, so a crash cannot take
+  // the directory away with the marks written into it.
+  return make_dirs_durably(data_dir, "data directory");
 }
 
 std::string served_marks_path(const std::string& data_dir) {

@@ -69,6 +69,23 @@ TEST_F(StoreGuardTest, ServedMarksSurviveAReopenAndNeverGoDown) {
   EXPECT_EQ(again->seen_identity("0/1"), "pg:1/tl:2");
 }
 
+// `idforge serve` and `idforge next --tag` on one data directory each keep a copy of the
+// marks: a write must take in what the other wrote since, or it would drop its marks.
+TEST_F(StoreGuardTest, TwoProcessesOnOneMarksFileKeepEachOthersMarks) {
+  auto serve = marks("shared");
+  auto next = marks("shared");  // opened before serve's write, as a second process
+  ASSERT_TRUE(serve->record("0/1", "order", 500).ok());
+  ASSERT_TRUE(next->record("0/1", "invoice", 70).ok());
+  ASSERT_TRUE(serve->record_identity("0/1", "pg:1/tl:1").ok());
+  auto after = marks("shared");
+  EXPECT_EQ(after->highest("0/1", "order"), 500u);
+  EXPECT_EQ(after->highest("0/1", "invoice"), 70u);
+  EXPECT_EQ(after->seen_identity("0/1"), "pg:1/tl:1");
+  // And a lower mark written later by the stale copy never lowers the file's.
+  ASSERT_TRUE(next->record("0/1", "order", 20).ok());
+  EXPECT_EQ(marks("shared")->highest("0/1", "order"), 500u);
+}
+
 TEST_F(StoreGuardTest, AMarksFileThatIsNotOneIsAnErrorNotEmpty) {
   for (const std::string text : {"", "garbage\n", "idforge-served-marks 1\nmark 0/1 order x\n",
                                  "idforge-served-marks 1\nmark 0/1 order 99999999999999999999\n",
