@@ -160,6 +160,8 @@ std::string status_json(IdService& service) {
                         {"identity", store.guard.identity},
                         {"problem", store.guard.problem},
                         {"refused_ranges", store.guard.refused_ranges},
+                        {"fleet_refused_ranges", store.guard.fleet_refused_ranges},
+                        {"fleet_unrecorded_ranges", store.guard.fleet_unrecorded_ranges},
                         {"foreign_ranges", store.guard.foreign_ranges},
                         {"identity_changes", store.guard.identity_changes},
                         {"identity_changes_seen", store.guard.identity_changes_seen}}}});
