@@ -186,6 +186,13 @@ void add_next_command(CLI::App& app, int& exit_status) {
                 "With --tag: issue IDs from a store whose settings can lose committed ranges "
                 "(Redis without appendfsync always, PostgreSQL with fsync off; docs/stores.md)");
   add_registry_flags(*cmd, flags->registry, /*required=*/false, /*with_identity=*/true);
+  cmd->get_option("--registry")
+      ->description(
+          "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, redis://HOST:PORT, "
+          "redis-sentinel://HOST:PORT,.../MASTER, etcd://HOST:PORT,... or "
+          "zookeeper://HOST:PORT,.../PATH, each optionally with ?ttl_ms=N&cluster=NAME. Snowflake: "
+          "the worker id comes from a lease. With --tag: the fleet floor the ranges are recorded "
+          "in (default local:DATA_DIR/workers; docs/stores.md, \"The fleet floor\")");
   cmd->footer(
       "Without --registry the node fields come from the flags and IDs are unique only\n"
       "within this process (and, thanks to a short wait at exit, across back-to-back runs);\n"

@@ -159,6 +159,7 @@ Status check_start_above_served(const TagFlags& flags, const TagSpec& spec) {
 // not. A registry that cannot be asked leaves the start as given, with a warning: the
 // servers' guards still refuse every range the fleet took.
 void start_above_fleet_floor(const TagFlags& flags, TagSpec& spec) {
+  if (spec.start == 0) return;  // the store refuses it, with the reason
   Result<coord::RegistryFloor> floor = open_floor(flags.stores);
   Status st = floor.status();
   uint64_t highest = 0;
@@ -178,7 +179,7 @@ void start_above_fleet_floor(const TagFlags& flags, TagSpec& spec) {
                     st.message(), spec.name, spec.start));
     return;
   }
-  if (spec.start > highest) return;
+  if (highest == 0 || spec.start > highest) return;
   print_error(
       fmt::format("warning: the fleet has taken tag '{}' up to {} ({}): it starts at {} "
                   "instead of {}",
@@ -189,10 +190,11 @@ void start_above_fleet_floor(const TagFlags& flags, TagSpec& spec) {
 int run_create(const TagFlags& flags) {
   Result<TagSpec> spec = spec_from(flags);
   if (!spec.ok()) return fail(spec.status());
-  start_above_fleet_floor(flags, *spec);
+  bool floor_read = false;
   return on_each_store(flags.stores, [&](SegmentStore& store) -> Result<std::string> {
-    // An existing tag gets "already exists" from the store, not this check.
+    // An existing tag gets "already exists" from the store, not these checks.
     if (store.get_tag(spec->name).status().code() == StatusCode::kNotFound) {
+      if (!std::exchange(floor_read, true)) start_above_fleet_floor(flags, *spec);
       IDFORGE_RETURN_IF_ERROR(check_start_above_served(flags, *spec));
     }
     // Best effort: a store that cannot tell its identity still takes the tag.

@@ -214,6 +214,15 @@ int run_release(const WorkerFlags& flags) {
   return kExitOk;
 }
 
+int run_init(const WorkerFlags& flags) {
+  Result<OpenedRegistry> opened = open_from(flags);
+  if (!opened.ok()) return fail(opened.status());
+  if (Status recorded = opened->registry->record_new(); !recorded.ok()) return fail(recorded);
+  fmt::print("{} is recorded as new: its first leases issue at once\n",
+             opened->registry->describe());
+  return kExitOk;
+}
+
 // The flags every worker subcommand takes; `flags` must outlive `cmd`.
 void add_common_flags(CLI::App& cmd, WorkerFlags& flags, bool with_identity) {
   add_registry_flags(cmd, flags.registry, /*required=*/true, with_identity);
@@ -231,7 +240,8 @@ void add_common_flags(CLI::App& cmd, WorkerFlags& flags, bool with_identity) {
 }  // namespace
 
 void add_worker_command(CLI::App& app, int& exit_status) {
-  CLI::App* worker = app.add_subcommand("worker", "Worker-id leases: status, acquire, release");
+  CLI::App* worker =
+      app.add_subcommand("worker", "Worker-id leases: status, acquire, release, init");
   worker->require_subcommand(1);
   worker->footer(
       "A slot is a (datacenter, worker) pair of the layout's node fields:\n"
@@ -263,6 +273,21 @@ void add_worker_command(CLI::App& app, int& exit_status) {
       ->type_name("MS");
   acquire->add_flag("--json", acquire_flags->json, "Print the lease as one JSON line");
   acquire->callback([acquire_flags, &exit_status] { exit_status = run_acquire(*acquire_flags); });
+
+  auto init_flags = std::make_shared<WorkerFlags>();
+  CLI::App* init = worker->add_subcommand(
+      "init",
+      "Record that a registry no fleet has used yet is new, so that its first leases issue at "
+      "once (Redis; the others need nothing)");
+  add_common_flags(*init, *init_flags, /*with_identity=*/false);
+  init->footer(
+      "A Redis registry cannot tell a new registry from one that lost its data (a flush, a\n"
+      "restart without persistence), so its first leases wait 2 x ttl for holders it may\n"
+      "have forgotten. Run this once, before the fleet's first start, on a registry nothing\n"
+      "has used: it refuses one that holds any key of the cluster.\n"
+      "Example:\n"
+      "  idforge worker init --registry 'redis://10.0.0.5:6379?cluster=orders'");
+  init->callback([init_flags, &exit_status] { exit_status = run_init(*init_flags); });
 
   auto release_flags = std::make_shared<WorkerFlags>();
   CLI::App* release = worker->add_subcommand(

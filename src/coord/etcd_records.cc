@@ -22,9 +22,9 @@ class EtcdRecords final : public FleetRecords {
                                                    : etcd_txn::create_revision_is(key, 0);
     // Sent again after an unknown fate: the compare then fails on our own write, which
     // the caller reads as someone else's (it never takes a range twice).
-    IDFORGE_ASSIGN_OR_RETURN(
-        EtcdTxnResult result,
-        client_.txn({compare}, {etcd_txn::put(key, value)}, {etcd_txn::get(key)}, EtcdRepeat::kSafe));
+    IDFORGE_ASSIGN_OR_RETURN(EtcdTxnResult result,
+                             client_.txn({compare}, {etcd_txn::put(key, value)},
+                                         {etcd_txn::get(key)}, EtcdRepeat::kSafe));
     if (result.succeeded) return true;
     *now = record_of(result.ranges.empty() ? std::vector<EtcdKeyValue>{} : result.ranges.front());
     return false;

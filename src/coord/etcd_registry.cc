@@ -97,6 +97,7 @@ class EtcdRegistry final : public WorkerRegistry {
   Result<Lease> acquire(const std::string& identity) override;
   Status renew(const Lease& lease, int64_t high_water_ms) override;
   Status release(const Lease& lease) override;
+  Status release_at_mark(const Lease& lease, int64_t mark_ms) override;
   Result<std::vector<SlotStatus>> status() override;
   Status force_release(uint64_t slot) override;
   std::string describe() const override { return described_; }
@@ -331,6 +332,26 @@ Status EtcdRegistry::release(const Lease& lease) {
   Status revoked = client_->lease_revoke(id);
   if (revoked.code() == StatusCode::kNotFound) return Status::Ok();  // expired already
   return revoked;
+}
+
+Status EtcdRegistry::release_at_mark(const Lease& lease, int64_t mark_ms) {
+  IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
+  IDFORGE_ASSIGN_OR_RETURN(int64_t id, lease_id(lease));
+  if (mark_ms < 0) return Status::InvalidArgument("a high-water mark is never negative");
+  const std::string worker = worker_key(lease.slot);
+  // Only while the worker key is still this lease's: a holder that lost the slot must
+  // never lower what its next holder started above.
+  std::vector<nlohmann::json> success = {txn::put(hw_key(lease.slot), std::to_string(mark_ms))};
+  if (!lease.high_water_layout.empty()) {
+    success.push_back(txn::put(hw_layout_key(lease.slot), lease.high_water_layout));
+  }
+  IDFORGE_ASSIGN_OR_RETURN(EtcdTxnResult got, client_->txn({txn::lease_is(worker, id)}, success,
+                                                           {txn::get(worker)}, EtcdRepeat::kSafe));
+  if (!got.succeeded) {
+    if (got.ranges.size() != 1) return Status::IoError(described_ + ": unexpected txn answer");
+    return lost(lease.slot, got.ranges[0]);
+  }
+  return release(lease);
 }
 
 Result<std::vector<SlotStatus>> EtcdRegistry::status() {

@@ -98,7 +98,8 @@ void reserve_for_outages(int64_t fence_after_ms, SnowflakeOptions& options,
 }  // namespace
 
 Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options, MarkReserve reserve,
-                                                      SnowflakeInternals internals) {
+                                                      SnowflakeInternals internals,
+                                                      StartWait wait) {
   if (!opened_.mark_layout.empty() && mark_layout_key(options.layout) != opened_.mark_layout) {
     return Status::InvalidArgument(
         fmt::format("the generator's layout {} is not the one the worker registry was opened "
@@ -117,6 +118,9 @@ Result<SnowflakeGenerator*> HeldLease::make_generator(SnowflakeOptions options, 
   if (!made.ok()) return made.status();
   generator_ = std::move(made).value();
   keeper_->attach(generator_.get());
+  if (wait == StartWait::kNotForTheDelay && keeper_->lease().start_delay_ms > 0) {
+    return generator_.get();
+  }
 
   const auto give_up = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(keeper_->lease().start_delay_ms + kStartSlackMs);

@@ -56,15 +56,19 @@ class HeldLease {
   LeaseKeeper& keeper() { return *keeper_; }
   WorkerRegistry& registry() { return *opened_.registry; }
   // Builds the generator on the lease (owned here, so it outlives the keeper that
-  // fences it) and, when the lease has a start delay, waits it out: a one-shot
-  // command has nothing better to do. InvalidArgument for a generator of another
-  // layout than the registry was opened for, and for a lease whose safety rests on its
-  // start delay (Redis) with a ttl_ms too short for the generator's max_drift_ms.
-  // `internals` are the server's knobs (store_on_next, reservation_wanted); `reserve`
+  // fences it) and, when the lease has a start delay, waits it out (kUntilIssuing): a
+  // one-shot command has nothing better to do. With kNotForTheDelay a lease with a start
+  // delay comes back at once, its generator fenced until the delay has passed: the
+  // server serves its other parts meanwhile, and /readyz says why Snowflake waits. InvalidArgument
+  // for a generator of another layout than the registry was opened for, and for a lease whose
+  // safety rests on its start delay (Redis) with a ttl_ms too short for the generator's
+  // max_drift_ms. `internals` are the server's knobs (store_on_next, reservation_wanted); `reserve`
   // may set its renew_below_ms.
+  enum class StartWait { kUntilIssuing, kNotForTheDelay };
   Result<SnowflakeGenerator*> make_generator(SnowflakeOptions options,
                                              MarkReserve reserve = MarkReserve::kShort,
-                                             SnowflakeInternals internals = {});
+                                             SnowflakeInternals internals = {},
+                                             StartWait wait = StartWait::kUntilIssuing);
   // The reserve_ms the generator was made with (0 before make_generator).
   int64_t reserve_ms() const { return reserve_ms_; }
   // Fences the generator, stores its last mark, releases the lease.

@@ -402,6 +402,11 @@ Status LeaseKeeper::stop() {
   int64_t mark;
   bool lost;
   int64_t confirmed;
+  // The real mark: the fenced generator's last ID (the caller has no next() in flight:
+  // the server drains its requests first), and never below what the slot had when it
+  // was acquired. The reservation kept ahead of it was never used, and leaving it would
+  // make the next start wait for it (up to the whole fence window on a coordinator).
+  int64_t final_mark = -1;
   Lease sending = lease_;
   {
     std::lock_guard lock(mu_);
@@ -409,14 +414,21 @@ Status LeaseKeeper::stop() {
     lost = lost_;
     confirmed = confirmed_mark_;
     sending.high_water_layout = mark_layout_;
+    if (generator_ != nullptr) {
+      final_mark = std::max(generator_->last_unix_ms(), lease_.high_water_ms);
+    }
   }
   Status result;
   renew_failures_.flush();
   // A lost lease may be someone else's by now: leave it alone.
-  if (!lost) {
+  if (!lost && final_mark >= 0) {
+    result = registry_.release_at_mark(sending, final_mark);
+  } else if (!lost) {
     if (mark > confirmed) result = registry_.renew(sending, mark);
     Status released = registry_.release(lease_);
     if (result.ok()) result = released;
+  }
+  if (!lost) {
     if (result.ok()) {
       log::info("lease.released", {{"slot", lease_.slot}, {"registry", registry_.describe()}});
     } else {
@@ -441,6 +453,7 @@ KeeperStatus LeaseKeeper::status() const {
   s.state = state_locked(now);
   s.since_renew_ms = ms_between(last_ok_, now);
   s.fence_after_ms = fence_after_.count();
+  s.start_delay_left_ms = std::max<int64_t>(0, ms_between(now, start_ready_at_));
   s.renewals = renewals_;
   s.failures = failures_;
   s.last_error = last_error_;

@@ -83,9 +83,10 @@ std::string_view lease_state_name(LeaseState state);
 
 struct KeeperStatus {
   LeaseState state = LeaseState::kHeld;
-  int64_t since_renew_ms = 0;  // since the last successful renew was sent
-  int64_t fence_after_ms = 0;  // fenced once since_renew_ms reaches this
-  uint64_t renewals = 0;       // successful renews (including the generator's mark stores)
+  int64_t since_renew_ms = 0;       // since the last successful renew was sent
+  int64_t fence_after_ms = 0;       // fenced once since_renew_ms reaches this
+  int64_t start_delay_left_ms = 0;  // while kWaiting: until the start delay is over
+  uint64_t renewals = 0;            // successful renews (including the generator's mark stores)
   uint64_t failures = 0;
   std::string last_error;  // of the most recent failed renew; empty if none
 };

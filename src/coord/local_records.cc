@@ -47,7 +47,8 @@ class LocalRecords final : public FleetRecords {
   Result<bool> replace_locked(int lock, const std::string& path, const FleetRecord& expected,
                               std::string_view value, FleetRecord* now) {
     while (::flock(lock, LOCK_EX) != 0) {
-      if (errno != EINTR) return Status::IoError(fmt::format("lock {}/.lock: {}", dir_, text::errno_text()));
+      if (errno != EINTR)
+        return Status::IoError(fmt::format("lock {}/.lock: {}", dir_, text::errno_text()));
     }
     IDFORGE_ASSIGN_OR_RETURN(FleetRecord current, read_file(path));
     if (!(current == expected)) {

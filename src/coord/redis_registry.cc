@@ -167,8 +167,46 @@ redis.call('DEL', KEYS[1])
 return {1, ''}
 )lua";
 
-enum Script : size_t { kAcquire, kRenew, kRelease, kReplaceRecord, kScriptCount };
-const char* const kScripts[kScriptCount] = {kAcquireLua, kRenewLua, kReleaseLua, kRedisReplaceLua};
+// KEYS: the lease, its mark, its mark's layout. ARGV: token, the final mark, its layout
+// ('' to leave it). A clean stop: the mark is set as given (it may go down: the holder's
+// last ID, not the reservation it kept ahead) and the lease deleted, in one step, only
+// while the token holds it. Returns as kReleaseLua.
+constexpr const char* kReleaseAtMarkLua = R"lua(
+local holder = redis.call('GET', KEYS[1])
+if holder ~= ARGV[1] then return {0, holder or ''} end
+redis.call('SET', KEYS[2], ARGV[2])
+if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3]) end
+redis.call('DEL', KEYS[1])
+return {1, ''}
+)lua";
+
+// ARGV: key prefix "idforge:C:", its glob pattern. A brand-new registry: records the
+// server's history as the acquire script would, without the quarantine, so the first
+// leases need not wait. Returns {1, history}, or {0, a key of the cluster} when the
+// cluster holds any key at all (it is not new: it may have lost leases, whose holders
+// the quarantine is for).
+constexpr const char* kRecordNewLua = R"lua(
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local found = redis.call('KEYS', ARGV[2])
+if #found > 0 then return {0, found[1]} end
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or '?'
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '?'
+local history = replid .. '/' .. run_id
+redis.call('SET', ARGV[1] .. 'history', history)
+return {1, history}
+)lua";
+
+enum Script : size_t {
+  kAcquire,
+  kRenew,
+  kRelease,
+  kReleaseAtMark,
+  kReplaceRecord,
+  kRecordNew,
+  kScriptCount
+};
+const char* const kScripts[kScriptCount] = {kAcquireLua,       kRenewLua,        kReleaseLua,
+                                            kReleaseAtMarkLua, kRedisReplaceLua, kRecordNewLua};
 
 std::string random_hex(int bytes) {
   std::vector<uint8_t> raw(static_cast<size_t>(bytes));
@@ -249,11 +287,16 @@ class RedisRegistry final : public WorkerRegistry {
 
   Result<Lease> acquire(const std::string& identity) override;
   Status renew(const Lease& lease, int64_t high_water_ms) override;
-  Status release(const Lease& lease) override;
+  Status release(const Lease& lease) override { return release_with(lease, nullptr); }
+  Status release_at_mark(const Lease& lease, int64_t mark_ms) override {
+    if (mark_ms < 0) return Status::InvalidArgument("a high-water mark is never negative");
+    return release_with(lease, &mark_ms);
+  }
   Result<std::vector<SlotStatus>> status() override;
   Status force_release(uint64_t slot) override;
   std::string describe() const override { return described_; }
   FleetRecords* fleet_records() override { return records_.get(); }
+  Status record_new() override;
 
  private:
   std::string worker_key(uint64_t slot) const { return fmt::format("{}worker:{}", prefix_, slot); }
@@ -262,6 +305,8 @@ class RedisRegistry final : public WorkerRegistry {
     return fmt::format("{}hwlayout:{}", prefix_, slot);
   }
   Status check_slot(uint64_t slot) const;
+  // Releases `lease`, storing *mark (and the lease's layout) first when given.
+  Status release_with(const Lease& lease, const int64_t* mark);
   Status reply_error(const redisReply* r, std::string_view doing) const {
     return store::redis_error_status(client_.shown(), r, doing);
   }
@@ -405,12 +450,19 @@ Status RedisRegistry::renew(const Lease& lease, int64_t high_water_ms) {
   });
 }
 
-Status RedisRegistry::release(const Lease& lease) {
+Status RedisRegistry::release_with(const Lease& lease, const int64_t* mark) {
   IDFORGE_RETURN_IF_ERROR(check_slot(lease.slot));
-  const std::vector<std::string> keys = {worker_key(lease.slot)};
-  const std::vector<std::string> args = {lease.token};
+  std::vector<std::string> keys = {worker_key(lease.slot)};
+  std::vector<std::string> args = {lease.token};
+  if (mark != nullptr) {
+    keys.push_back(hw_key(lease.slot));
+    keys.push_back(hw_layout_key(lease.slot));
+    args.push_back(std::to_string(*mark));
+    args.push_back(lease.high_water_layout);
+  }
   return client_.with_connection([&](RedisConnection& c) -> Status {
-    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got, c.eval(kRelease, keys, args));
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got,
+                             c.eval(mark != nullptr ? kReleaseAtMark : kRelease, keys, args));
     const redisReply* r = got.get();
     if (r->type == REDIS_REPLY_ERROR) {
       return reply_error(r, fmt::format("releasing slot {}", lease.slot));
@@ -418,11 +470,38 @@ Status RedisRegistry::release(const Lease& lease) {
     long long released = 0;
     std::string holder;
     if (!read_pair(r, &released, &holder)) return unexpected("releasing a lease");
-    // Expired already: the slot is free, which is what release is for.
-    if (released == 1 || holder.empty()) return Status::Ok();
+    if (released == 1) {
+      // The final mark counts once replicas have it, as a renew's does.
+      return mark != nullptr
+                 ? wait_for_replicas(c, fmt::format("the release of slot {}", lease.slot))
+                 : Status::Ok();
+    }
+    // Expired already: the slot is free, which is what release is for; its mark stays
+    // as the last renew left it.
+    if (holder.empty()) return Status::Ok();
     return Status::LeaseLost(
         fmt::format("lease on slot {} lost: '{}' holds it now in {}; left it alone", lease.slot,
                     holder_of(holder), described_));
+  });
+}
+
+Status RedisRegistry::record_new() {
+  return client_.with_connection([&](RedisConnection& c) -> Status {
+    IDFORGE_ASSIGN_OR_RETURN(RedisReplyPtr got,
+                             c.eval(kRecordNew, {}, {prefix_, glob_escape(prefix_) + "*"}));
+    const redisReply* r = got.get();
+    if (r->type == REDIS_REPLY_ERROR) return reply_error(r, "recording a new registry");
+    long long recorded = 0;
+    std::string text;
+    if (!read_pair(r, &recorded, &text)) return unexpected("recording a new registry");
+    if (recorded != 1) {
+      return Status::AlreadyExists(fmt::format(
+          "{} is not new: it holds {} (a registry that was used may have lost leases whose "
+          "holders still issue; its first leases wait 2 x ttl for them, which cannot be skipped)",
+          described_, text));
+    }
+    log::info("registry.recorded_new", {{"registry", described_}, {"history", text}});
+    return Status::Ok();
   });
 }
 

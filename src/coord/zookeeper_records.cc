@@ -27,8 +27,8 @@ class ZookeeperRecords final : public FleetRecords {
       *now = std::move(current);
       return false;
     }
-    const ZkReply r = current.exists ? s->set(path, value, version)
-                                     : s->create(path, value, /*ephemeral=*/false);
+    const ZkReply r =
+        current.exists ? s->set(path, value, version) : s->create(path, value, /*ephemeral=*/false);
     if (r.ok()) return true;
     if (r.code != ZkCode::kBadVersion && r.code != ZkCode::kNodeExists) return r.status;
     // Someone wrote it between our read and our write.

@@ -200,6 +200,7 @@ class ZookeeperRegistry final : public WorkerRegistry {
   Result<Lease> acquire(const std::string& identity) override;
   Status renew(const Lease& lease, int64_t high_water_ms) override;
   Status release(const Lease& lease) override;
+  Status release_at_mark(const Lease& lease, int64_t mark_ms) override;
   Result<std::vector<SlotStatus>> status() override;
   Status force_release(uint64_t slot) override;
   std::string describe() const override {
@@ -520,6 +521,46 @@ Status ZookeeperRegistry::release(const Lease& lease) {
     return Status::Ok();
   }
   return removed.status;
+}
+
+Status ZookeeperRegistry::release_at_mark(const Lease& lease, int64_t mark_ms) {
+  if (mark_ms < 0) return Status::InvalidArgument("a high-water mark is never negative");
+  IDFORGE_ASSIGN_OR_RETURN(int64_t owner, parse_session_hex(lease.token));
+  const std::shared_ptr<ZkSession> s = current_session();
+  // A session that ended took its slot node with it: the marks stay as the last renew
+  // left them, which covers every ID issued.
+  if (!s || s->id() != owner) return Status::Ok();
+  const std::string path = slot_path(lease.slot);
+  std::string identity;
+  ZkNodeStat before;
+  const ZkReply got = s->get(path, &identity, &before);
+  if (got.code == ZkCode::kNoNode || got.code == ZkCode::kSessionExpired) return Status::Ok();
+  if (!got.ok()) return got.status;
+  if (before.ephemeral_owner != owner) return Status::Ok();  // someone else's by now
+  // Written in our live session, so ZooKeeper orders them before the end of the session
+  // and so before the slot's next holder creates its node and reads the marks (as a
+  // renew's writes are). They may go down: the last ID, not the reservation.
+  const std::string value = std::to_string(mark_ms);
+  Status stored = update_node(*s, mark_path(lease.slot),
+                              [&](const std::string*) -> Result<std::optional<std::string>> {
+                                return std::optional<std::string>(value);
+                              });
+  if (stored.ok()) {
+    const std::string record = fmt::format("{} {}", lease.slot, mark_ms);
+    stored =
+        update_node(*s, identity_path(identity),
+                    [&](const std::string* current) -> Result<std::optional<std::string>> {
+                      // Another slot's record (the identity moved on) is left alone.
+                      if (current != nullptr) {
+                        IDFORGE_ASSIGN_OR_RETURN(IdentityRecord old,
+                                                 parse_identity(identity_path(identity), *current));
+                        if (old.slot != lease.slot) return std::optional<std::string>();
+                      }
+                      return std::optional<std::string>(record);
+                    });
+  }
+  Status released = release(lease);
+  return stored.ok() ? released : stored;
 }
 
 Result<std::vector<SlotStatus>> ZookeeperRegistry::status() {

@@ -24,8 +24,9 @@ bool read_number(std::string_view text, uint64_t* value) {
 
 Status bad_record(std::string_view text, std::string_view why) {
   return Status::InvalidArgument(
-      "fleet floor record '" + std::string(text.substr(0, 120)) + "' is not valid: " +
-      std::string(why) + " (it is written by idforge only; a damaged one stops the tag rather "
+      "fleet floor record '" + std::string(text.substr(0, 120)) +
+      "' is not valid: " + std::string(why) +
+      " (it is written by idforge only; a damaged one stops the tag rather "
       "than risk a repeated ID)");
 }
 
@@ -91,7 +92,7 @@ std::string FloorState::format() const {
 bool FloorState::take(uint64_t first, uint64_t last) {
   if (first > last || first <= floor) return false;
   auto at = std::lower_bound(above.begin(), above.end(), std::make_pair(first, uint64_t{0}));
-  if (at != above.end() && at->first <= last) return false;        // overlaps the next
+  if (at != above.end() && at->first <= last) return false;                 // overlaps the next
   if (at != above.begin() && std::prev(at)->second >= first) return false;  // the previous
   // Kept canonical: a range that touches a neighbour joins it.
   at = above.insert(at, {first, last});
@@ -105,8 +106,7 @@ bool FloorState::take(uint64_t first, uint64_t last) {
   }
   // A range that starts right above the floor folds into it; so do the lowest ranges
   // once there are too many (their gaps are given up).
-  while (!above.empty() &&
-         (above.front().first == floor + 1 || above.size() > kMaxRangesAbove)) {
+  while (!above.empty() && (above.front().first == floor + 1 || above.size() > kMaxRangesAbove)) {
     floor = above.front().second;
     above.erase(above.begin());
   }
@@ -176,7 +176,8 @@ Result<FloorTake> FleetFloor::take(std::string_view place, std::string_view tag,
     // Several nodes refilling one tag at once: each lost round means another node's
     // range went in, so spread the retries out a little rather than race again at once.
     if (round >= 2) {
-      std::this_thread::sleep_for(std::chrono::microseconds(random_u64() % (1000 * static_cast<uint64_t>(round - 1))));
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(random_u64() % (1000 * static_cast<uint64_t>(round - 1))));
     }
   }
   forget();

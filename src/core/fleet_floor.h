@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "fleet_records.h"
-#include "thread_annotations.h"
 #include "idforge/status.h"
+#include "thread_annotations.h"
 
 namespace idforge {
 

@@ -18,4 +18,10 @@ Status check_slot(const SlotSpace& space, uint64_t slot, const std::string& layo
                                  std::to_string(space.slots() - 1));
 }
 
+Status WorkerRegistry::release_at_mark(const Lease& lease, int64_t mark_ms) {
+  Status stored = renew(lease, mark_ms);
+  Status released = release(lease);
+  return stored.ok() ? released : stored;
+}
+
 }  // namespace idforge

@@ -77,11 +77,26 @@ class WorkerRegistry {
   // and keeps trying.
   virtual Status renew(const Lease& lease, int64_t high_water_ms) = 0;
   virtual Status release(const Lease& lease) = 0;
+  // A clean stop: stores `mark` as the slot's high-water mark even where it is below the
+  // stored one (a reservation kept ahead that was never used), then releases, so the
+  // next start on the slot waits for nothing. The caller has stopped issuing and passes
+  // a mark at or above every ID issued under the slot (its last ID's time, and the mark
+  // it found at acquire); `mark.layout` as in renew. Written only while this lease holds
+  // the slot (LeaseLost otherwise, nothing written). The default keeps the stored mark
+  // (renew never lowers it) and releases: right for registries whose marks are not kept
+  // ahead of the clock.
+  virtual Status release_at_mark(const Lease& lease, int64_t mark_ms);
   virtual Result<std::vector<SlotStatus>> status() = 0;
   // Frees a slot whatever holds it (operator action: `idforge worker release`).
   virtual Status force_release(uint64_t slot) = 0;
   // "redis://127.0.0.1:6379 cluster default", without secrets.
   virtual std::string describe() const = 0;
+  // Records that this registry is new (`idforge worker init`), so that its first leases
+  // need no start delay: only a registry that makes new leases wait after it may have
+  // lost its data (Redis) has anything to record. AlreadyExists, changing nothing,
+  // when the registry already holds anything of the cluster: only one never used may be
+  // called new. The default has nothing to record.
+  virtual Status record_new() { return Status::Ok(); }
   // The records the fleet shares in this registry (the fleet floor keeps what every
   // node took of each segment tag there); null where it has no place the whole fleet
   // shares (static:). Lives as long as the registry.

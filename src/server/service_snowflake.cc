@@ -66,11 +66,15 @@ Status SnowflakePart::open_lease() {
   internals.reservation_wanted = [this] { wake(); };
   // The mark is kept a whole fence window ahead on a coordinator lease, so an outage the
   // lease survives stops no request.
-  Result<SnowflakeGenerator*> made = (*held)->make_generator(
-      std::move(options), coord::MarkReserve::kRideOutOutages, std::move(internals));
+  // A lease with a start delay (a Redis registry whose history changed) is not waited
+  // for here: the server listens and serves segments, UUIDs and ULIDs meanwhile, and
+  // Snowflake requests answer unavailable with the time left until the delay is over.
+  Result<SnowflakeGenerator*> made =
+      (*held)->make_generator(std::move(options), coord::MarkReserve::kRideOutOutages,
+                              std::move(internals), coord::HeldLease::StartWait::kNotForTheDelay);
   if (!made.ok()) return made.status();
-  // The reservation made at creation may have run out while a start delay was waited
-  // out: renew it before the generator is used (and counted ready).
+  // The reservation made at creation may run out while a start delay is waited out:
+  // renewed here when there was none, and by this part's thread once the lease is held.
   Status renewed = (*made)->renew_reservation();
   MutexLock lock(lease_mu_);
   renew_error_ = renewed.ok() ? "" : renewed.message();
@@ -223,6 +227,13 @@ PartReadiness SnowflakePart::readiness() const {
     MutexLock lock(lease_mu_);
     if (lease_) {
       const coord::KeeperStatus keeper = lease_->keeper().status();
+      if (keeper.state == coord::LeaseState::kWaiting) {
+        return no(fmt::format(
+            "worker-id lease on slot {} is in its start delay, {} ms left: {} may have forgotten "
+            "leases whose holders still issue, so this node waits until they have fenced "
+            "(docs/operations.md, \"Start delay\")",
+            lease_->lease().slot, keeper.start_delay_left_ms, lease_->registry().describe()));
+      }
       if (keeper.state != coord::LeaseState::kHeld) {
         std::string text = fmt::format("worker-id lease is {}", lease_state_name(keeper.state));
         if (!keeper.last_error.empty()) text += ": " + keeper.last_error;

@@ -22,7 +22,8 @@ std::string parent_dir(const std::string& path) {
 
 Status sync_dir(const std::string& dir) {
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Status::IoError(fmt::format("open directory {}: {}", dir, text::errno_text()));
+  if (dfd < 0)
+    return Status::IoError(fmt::format("open directory {}: {}", dir, text::errno_text()));
   const int rc = ::fsync(dfd);
   const std::string why = rc != 0 ? text::errno_text() : std::string();
   ::close(dfd);
@@ -70,8 +71,8 @@ Status make_dirs_durably(const std::string& dir, std::string_view what) {
   for (const fs::path& p : missing) {
     // Another process may create it between our look and our mkdir: that is fine.
     if (::mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::IoError(fmt::format("cannot create {} '{}': {}", what, p.string(),
-                                         text::errno_text()));
+      return Status::IoError(
+          fmt::format("cannot create {} '{}': {}", what, p.string(), text::errno_text()));
     }
     const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
     IDFORGE_RETURN_IF_ERROR(sync_dir(parent.empty() ? "." : parent.string()));

@@ -252,8 +252,10 @@ TEST_F(TagTest, ExplicitStoreLeavesTheDataDirAlone) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/node/segments.db"));
 }
 
-// A store that lost a tag must not get it back below what was served: the data
-// directory remembers, `tag served` tells, and `tag create` refuses a start at or below it.
+// A store that lost a tag must not get it back below what was served: the fleet floor and
+// the data directory remember, `tag served` tells, and `tag create` starts above the
+// floor, or, with no floor (static: worker ids), refuses a start at or below what the
+// data directory served.
 TEST_F(TagTest, ARecreatedTagMustStartAboveWhatThisDataDirServed) {
   const std::string node = dir_ + "/node";
   const std::string lost = "sqlite:" + dir_ + "/lost.db";
@@ -269,12 +271,12 @@ TEST_F(TagTest, ARecreatedTagMustStartAboveWhatThisDataDirServed) {
   EXPECT_NE(served.out.find("\"start_above\":\"100\""), std::string::npos) << served.out;
 
   const std::string fresh = "sqlite:" + dir_ + "/fresh.db";
-  RunResult refused = run_idforge({"tag", "create", "order", "--store", fresh, "--data-dir", node});
+  RunResult refused = run_idforge(
+      {"tag", "create", "order", "--store", fresh, "--data-dir", node, "--registry", "static:0/0"});
   EXPECT_TRUE(is_usage_error(refused, "--start 101")) << refused.summary();
-  ASSERT_EQ(run_idforge(
-                {"tag", "create", "order", "--start", "101", "--store", fresh, "--data-dir", node})
-                .exit_code,
-            0);
+  RunResult moved = run_idforge({"tag", "create", "order", "--store", fresh, "--data-dir", node});
+  ASSERT_EQ(moved.exit_code, 0) << moved.summary();
+  EXPECT_NE(moved.err.find("it starts at 101 instead of 1"), std::string::npos) << moved.err;
   // This node knew its store place under another history, so the new store's tags also
   // move forward by the failover margin (docs/stores.md): above 100 in any case.
   EXPECT_GT(next_ids("order", 1, {"--store", fresh, "--data-dir", node}).front(), 100u);

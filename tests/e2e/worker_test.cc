@@ -231,8 +231,9 @@ TEST_F(WorkerTest, BadInputIsAUsageError) {
   EXPECT_TRUE(
       is_usage_error(run_idforge({"next", "--identity", "x"}), "--identity needs --registry"));
   EXPECT_TRUE(is_usage_error(run_idforge({"next", "--data-dir", dir_}), "--registry"));
-  EXPECT_TRUE(is_usage_error(run_idforge({"next", "--tag", "t", "--registry", local()}),
-                             "--registry applies to Snowflake IDs"));
+  // With --tag, --registry names the fleet floor's registry; --identity means nothing.
+  EXPECT_TRUE(is_usage_error(run_idforge({"next", "--tag", "t", "--identity", "x"}),
+                             "--identity applies to Snowflake IDs"));
   EXPECT_TRUE(is_usage_error(run_idforge({"next", "--registry", "static:40/1", "--data-dir", dir_}),
                              "datacenter 40 does not fit"));
   EXPECT_TRUE(is_usage_error(run_idforge({"worker", "status"}), "--registry"));

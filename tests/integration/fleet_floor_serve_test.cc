@@ -61,7 +61,8 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
   }
 
   std::unique_ptr<ServeNode> node(const std::string& name) {
-    std::vector<std::string> args = {"--store", store_url_, "--registry", registry_url_,
+    std::vector<std::string> args = {"--store",       store_url_,
+                                     "--registry",    registry_url_,
                                      "--fleet-floor", GetParam().floor ? "true" : "false"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     Result<std::unique_ptr<ServeNode>> n = ServeNode::start(Services::get().make_dir(name), args);
@@ -144,15 +145,15 @@ TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
   const std::string dump = services.make_dir("ff-dump") + "/dump.sql";
   if (c.scenario == Scenario::kMariadbDump) {
     test_support::RunResult r = test_support::run_command(
-        {"/usr/bin/mariadb-dump", "--single-transaction", "-h", "127.0.0.1", "-P", port_of(store_url_),
-         "-u", "idforge", "-pidforge", "--result-file=" + dump, "idforge"},
+        {"/usr/bin/mariadb-dump", "--single-transaction", "-h", "127.0.0.1", "-P",
+         port_of(store_url_), "-u", "idforge", "-pidforge", "--result-file=" + dump, "idforge"},
         dump);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   } else if (c.scenario == Scenario::kPostgresDump) {
-    test_support::RunResult r = test_support::run_command(
-        {"/usr/bin/pg_dump", "--clean", "-h", "127.0.0.1", "-p", port_of(store_url_), "-U", "idforge",
-         "-f", dump, "idforge"},
-        dump);
+    test_support::RunResult r =
+        test_support::run_command({"/usr/bin/pg_dump", "--clean", "-h", "127.0.0.1", "-p",
+                                   port_of(store_url_), "-U", "idforge", "-f", dump, "idforge"},
+                                  dump);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   pull(*b, 30, 100);  // b serves 3,000 more
@@ -173,12 +174,9 @@ TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
     create_tag("local:" + services.make_dir("ff-operator"));
   } else {
     // The dump loaded back into the same server: the same identity, max_id back at 100.
-    test_support::RunResult r = services.client(store, {c.scenario == Scenario::kMariadbDump
-                                                            ? "-e"
-                                                            : "-f",
-                                                        c.scenario == Scenario::kMariadbDump
-                                                            ? "source " + dump
-                                                            : dump});
+    test_support::RunResult r =
+        services.client(store, {c.scenario == Scenario::kMariadbDump ? "-e" : "-f",
+                                c.scenario == Scenario::kMariadbDump ? "source " + dump : dump});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
 
@@ -220,11 +218,11 @@ TEST(FleetFloorCliTest, NextRecordsServedShowsAndCreateStartsAboveTheFloor) {
     args.insert(args.end(), {"--data-dir", dir + "/data"});
     return test_support::run_command(args, dir + "/cli");
   };
-  test_support::RunResult r = idforge({"tag", "create", "t", "--step", "100", "--store",
-                                       "sqlite:" + db, "--registry", registry});
+  test_support::RunResult r = idforge(
+      {"tag", "create", "t", "--step", "100", "--store", "sqlite:" + db, "--registry", registry});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = idforge({"next", "--tag", "t", "--count", "250", "--store", "sqlite:" + db, "--registry",
-               registry});
+  r = idforge(
+      {"next", "--tag", "t", "--count", "250", "--store", "sqlite:" + db, "--registry", registry});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = idforge({"tag", "served", "t", "--registry", registry});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -237,10 +235,10 @@ TEST(FleetFloorCliTest, NextRecordsServedShowsAndCreateStartsAboveTheFloor) {
 
   // The store is lost and the tag recreated at 1, from another data directory.
   fs::remove(db);
-  r = test_support::run_command({idforge_bin(), "tag", "create", "t", "--start", "1", "--store",
-                                 "sqlite:" + db, "--registry", registry, "--data-dir",
-                                 dir + "/elsewhere"},
-                                dir + "/create");
+  r = test_support::run_command(
+      {idforge_bin(), "tag", "create", "t", "--start", "1", "--store", "sqlite:" + db, "--registry",
+       registry, "--data-dir", dir + "/elsewhere"},
+      dir + "/create");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("it starts at " + start + " instead of 1"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("first ID " + start), std::string::npos) << r.out;

@@ -67,7 +67,13 @@ Result<std::unique_ptr<PullingNode>> PullingNode::launch(const std::string& name
 }
 
 Status PullingNode::await(milliseconds limit) {
+  // Until it issues Snowflake IDs: it listens before a lease's start delay is over.
+  const auto deadline = Steady::now() + limit;
   Status listening = serve_->await(limit);
+  if (listening.ok()) {
+    listening = serve_->await_ready(
+        "snowflake", std::chrono::duration_cast<milliseconds>(deadline - Steady::now()));
+  }
   if (!listening.ok()) return Status(listening.code(), name_ + ": " + listening.message());
   port_ = serve_->http_port();
   return Status::Ok();

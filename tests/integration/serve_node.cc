@@ -186,6 +186,20 @@ Status ServeNode::await(milliseconds limit) {
   }
 }
 
+Status ServeNode::await_ready(const std::string& part, milliseconds limit) {
+  HttpClient http(http_port_);
+  const auto deadline = Clock::now() + limit;
+  std::string last;
+  while (Clock::now() < deadline) {
+    Result<HttpReply> r = http.get("/readyz?part=" + part, std::chrono::seconds(2));
+    if (r.ok() && r->status == 200) return Status::Ok();
+    last = r.ok() ? r->body : r.status().to_string();
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return Status::DeadlineExceeded("idforge serve: " + part + " not ready within " +
+                                  std::to_string(limit.count()) + " ms: " + last);
+}
+
 ServeNode::~ServeNode() {
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);

@@ -52,6 +52,9 @@ class ServeNode {
   static Result<std::unique_ptr<ServeNode>> launch(const std::string& dir,
                                                    const std::vector<std::string>& args);
   Status await(std::chrono::milliseconds limit);
+  // After await(): waits until /readyz?part=`part` answers 200 ("snowflake": a lease with
+  // a start delay lets the server listen before it issues Snowflake IDs).
+  Status await_ready(const std::string& part, std::chrono::milliseconds limit);
   ~ServeNode();
   ServeNode(const ServeNode&) = delete;
   ServeNode& operator=(const ServeNode&) = delete;

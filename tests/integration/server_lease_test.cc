@@ -38,6 +38,17 @@ ServiceConfig config_on(const Server& redis, const std::string& name, int64_t tt
   return config;
 }
 
+// Waits until the service issues Snowflake IDs: a Redis registry's new lease waits out its
+// start delay (one or two TTLs) while the service already serves its other parts.
+void await_snowflake(IdService& service, int64_t ttl_ms) {
+  const auto deadline = Steady::now() + std::chrono::milliseconds(4 * ttl_ms + 5000);
+  std::string why;
+  while (!service.ready(&why) && Steady::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(service.ready(&why)) << why;
+}
+
 // Takes Snowflake IDs 100 at a time and keeps what a test checks: every ID seen (a
 // repeat shows as seen.size() < issued), failures, and the longest call.
 struct Puller {
@@ -71,6 +82,7 @@ TEST(ServerLeaseTest, ALostLeaseIsReplacedAndNoIdRepeats) {
       IdService::start(config_on(*redis, "server-lease", kTtlMs));
   ASSERT_TRUE(started.ok()) << started.status().to_string();
   IdService& service = **started;
+  await_snowflake(service, kTtlMs);
   std::string why;
   ASSERT_TRUE(service.ready(&why)) << why;
   Puller ids(service);
@@ -121,18 +133,23 @@ TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
   constexpr int64_t kTtlMs = 6000;
   Result<Server> redis = Services::get().start_private(ServerKind::kRedis, "server-hung");
   ASSERT_TRUE(redis.ok()) << redis.status().to_string();
-  Result<std::unique_ptr<IdService>> started =  // waits one TTL (the start delay)
+  Result<std::unique_ptr<IdService>> started =
       IdService::start(config_on(*redis, "server-hung", kTtlMs));
   ASSERT_TRUE(started.ok()) << started.status().to_string();
   IdService& service = **started;
+  await_snowflake(service, kTtlMs);
   Puller ids(service);
   auto pull = [&] { return ids.pull(); };
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pull().ok());
-  // Segment IDs come from the SQLite store, not the coordinator: they must not notice.
+  // Segment IDs come from the SQLite store; their ranges are recorded in the fleet floor
+  // in the coordinator, so a range is taken before the pause, and a step that lasts the
+  // pause lets the buffer serve through it without waiting on the coordinator.
   TagSpec tag;
   tag.name = "hung";
-  tag.step = 100;
+  tag.step = 1'000'000;
   ASSERT_TRUE(service.create_tag(tag).ok());
+  std::vector<uint64_t> first(10);
+  ASSERT_TRUE(service.segment("hung", first).ok());
 
   ASSERT_TRUE(Services::get().pause(*redis).ok());
   // Until the stored reservation (kept a fence window ahead) runs out and requests start

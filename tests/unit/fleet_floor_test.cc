@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "rewindable_store.h"
 #include "store/served_marks.h"
 #include "store/store_guard.h"
 #include "store/store_set.h"
-#include "rewindable_store.h"
 
 namespace idforge {
 namespace {
@@ -258,10 +258,13 @@ TEST_P(FleetGuardTest, AStoreThatWentBackWithItsIdentityRepeatsNoIdOnlyWithTheFl
 }
 
 INSTANTIATE_TEST_SUITE_P(WithAndWithoutTheFloor, FleetGuardTest, ::testing::Bool(),
-                         [](const auto& param_info) { return param_info.param ? "floor" : "no_floor"; });
+                         [](const auto& param_info) {
+                           return param_info.param ? "floor" : "no_floor";
+                         });
 
 TEST(FleetGuardUnavailableTest, ARangeTheRegistryCannotRecordIsNeverUsed) {
-  const fs::path dir = fs::temp_directory_path() / ("idforge-fleet-down-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("idforge-fleet-down-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   store::RewindableStore store;
