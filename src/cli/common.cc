@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <limits>
 
@@ -8,6 +9,7 @@
 #include "core/parse_u64.h"
 #include "core/text.h"
 #include "idforge/time_format.h"
+#include "log/log.h"
 
 namespace idforge::cli {
 namespace {
@@ -39,6 +41,15 @@ struct GivenField {
 void print_error(std::string_view message) {
   // Whatever went to stdout first, so a terminal shows output and error in order.
   std::fflush(stdout);
+  // With --log-format json (idforge serve) every line on stderr is one JSON object, so
+  // a log collector that parses them loses none, this last one least of all.
+  if (log::format() == log::Format::kJson) {
+    const log::Field fields[] = {{"message", message}};
+    fmt::print(stderr, "{}\n",
+               log::format_line(log::Format::kJson, std::chrono::system_clock::now(),
+                                log::Level::kError, "idforge.error", fields));
+    return;
+  }
   fmt::print(stderr, "idforge: {}\n", message);
 }
 

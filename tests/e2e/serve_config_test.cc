@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -454,6 +455,31 @@ TEST_F(ServeConfigTest, EverySettingShowsItsSource) {
                              "--log-level must be trace, debug, info, warn, error or off"));
   EXPECT_TRUE(
       is_usage_error(print_config({"--log-format", "xml"}), "--log-format must be text or json"));
+}
+
+// With --log-format json every line on stderr is one JSON object, the error that ends
+// the process too (it used to be a plain "idforge: ..." line).
+TEST_F(ServeConfigTest, WithJsonLogsEveryStderrLineIsJsonTheFatalErrorToo) {
+  RunResult r = run_idforge({"serve", "--log-format", "json", "--http", "127.0.0.1:0", "--resp",
+                             "127.0.0.1:0", "--data-dir", dir_ + "/data", "--tokens",
+                             dir_ + "/no-such-tokens-file"});
+  EXPECT_NE(r.exit_code, 0);
+  std::istringstream lines(r.err);
+  std::string line;
+  int count = 0;
+  bool error_seen = false;
+  while (std::getline(lines, line)) {
+    ++count;
+    const auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(json.is_discarded()) << "not JSON: " << line;
+    if (json.value("event", "") == "idforge.error") {
+      error_seen = true;
+      EXPECT_EQ(json.value("level", ""), "error");
+      EXPECT_NE(json.value("message", "").find("no-such-tokens-file"), std::string::npos) << line;
+    }
+  }
+  EXPECT_GT(count, 0);
+  EXPECT_TRUE(error_seen) << r.err;
 }
 
 }  // namespace
