@@ -273,7 +273,7 @@ Status SnowflakeGeneratorImpl::await_reservation(uint64_t tick) {
   const auto deadline = Steady::now() + std::chrono::milliseconds(max_wait_ms_);
   while (tick > reserved_tick_.load(std::memory_order_acquire)) {
     if (fenced_.load(std::memory_order_acquire)) {
-      std::lock_guard lock(slow_mu_);
+      std::lock_guard lock(fence_mu_);
       return Status::Unavailable(fence_reason_);
     }
     if (Steady::now() >= deadline) {
@@ -325,13 +325,13 @@ Status SnowflakeGeneratorImpl::renew_reservation() {
 }
 
 void SnowflakeGeneratorImpl::fence(std::string reason) {
-  std::lock_guard lock(slow_mu_);
+  std::lock_guard lock(fence_mu_);
   fence_reason_ = reason.empty() ? "this node is fenced and does not issue IDs" : std::move(reason);
   fenced_.store(true, std::memory_order_release);
 }
 
 void SnowflakeGeneratorImpl::unfence() {
-  std::lock_guard lock(slow_mu_);
+  std::lock_guard lock(fence_mu_);
   fenced_.store(false, std::memory_order_release);
 }
 

@@ -208,7 +208,10 @@ class SnowflakeGeneratorImpl final : public SnowflakeGenerator {
   std::atomic<int64_t> reserved_ms_{0};
   std::atomic<bool> fenced_{false};
   std::atomic<bool> reservation_asked_{false};  // reservation_wanted called since the last store
-  std::mutex slow_mu_;                          // guards fence_reason_ and high-water writes
+  std::mutex slow_mu_;  // serializes high-water writes, which may wait on a coordinator
+  // Guards fence_reason_ alone and is never held across I/O: a fenced request reads the
+  // reason, and the lease keeper fences on time, while a mark write hangs under slow_mu_.
+  mutable std::mutex fence_mu_;
   std::string fence_reason_;
 
   alignas(64) std::atomic<uint64_t> rollbacks_{0};

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -284,6 +285,38 @@ TEST(SnowflakeRestartTest, CorruptOrUnreadableMarkFailsCreate) {
   auto r = SnowflakeGenerator::create(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+}
+
+// A fenced generator answers at once even while a mark write hangs on the coordinator:
+// the request path never takes the lock a write holds (it used to wait for the write,
+// up to the keeper's fence deadline), and the keeper can fence and unfence meanwhile.
+TEST(SnowflakeRestartTest, AFencedRequestNeverWaitsOnAHungMarkWrite) {
+  ManualClock clock(kT0);
+  GatedStore store;
+  SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
+  o.high_water = &store;
+  o.reserve_ms = 100;
+  SnowflakeInternals internals;
+  internals.store_on_next = false;
+  auto gen = make_generator(o, std::move(internals));
+  ASSERT_NE(gen, nullptr);
+  store.set_open(false);  // the coordinator hangs from here on
+  clock.advance(80);      // less than half the reserve is left: a renewal writes
+  std::thread renewing([&] { gen->renew_reservation().ignore_error(); });
+  while (store.calls() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  // The write is under way and hangs. Fencing and a fenced request must not wait for it.
+  auto fenced = std::async(std::launch::async, [&] {
+    gen->fence("lease not renewed");
+    return gen->next();
+  });
+  const bool answered = fenced.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+  store.set_open(true);  // let the write finish either way, so the test ends
+  renewing.join();
+  ASSERT_TRUE(answered) << "a fenced request waited on the hung mark write";
+  Result<uint64_t> r = fenced.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "lease not renewed");
 }
 
 }  // namespace
