@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -28,13 +29,20 @@ namespace idforge {
 
 class StripedSource final : public RangeSource {
  public:
-  explicit StripedSource(std::vector<RangeSource*> stores) : stores_(std::move(stores)) {}
+  // Whether store `index` is known to be down now (a health check's verdict). Such a
+  // store is asked only after every other one failed: one that hangs rather than
+  // refuses would cost each refill its whole timeout.
+  using KnownDown = std::function<bool(size_t index)>;
+
+  explicit StripedSource(std::vector<RangeSource*> stores, KnownDown known_down = {})
+      : stores_(std::move(stores)), known_down_(std::move(known_down)) {}
 
   Result<Segment> allocate(std::string_view tag, uint64_t step) override;
   size_t size() const { return stores_.size(); }
 
  private:
   std::vector<RangeSource*> stores_;
+  const KnownDown known_down_;
   std::atomic<size_t> next_{0};
 };
 

@@ -8,9 +8,17 @@ Result<Segment> StripedSource::allocate(std::string_view tag, uint64_t step) {
   const uint64_t k = stores_.size();
   if (k == 0) return Status::InvalidArgument("a striped source needs at least one store");
   const size_t start = next_.fetch_add(1, std::memory_order_relaxed);
-  std::string errors;
+  // In turn, but the stores known to be down last.
+  std::vector<size_t> order;
+  order.reserve(k);
+  std::vector<size_t> down;
   for (size_t tried = 0; tried < k; ++tried) {
     const size_t i = (start + tried) % k;
+    (known_down_ && known_down_(i) ? down : order).push_back(i);
+  }
+  order.insert(order.end(), down.begin(), down.end());
+  std::string errors;
+  for (const size_t i : order) {
     Result<Segment> got = stores_[i]->allocate(tag, step);
     if (!got.ok()) {
       // An unknown tag is unknown everywhere it matters; say so rather than hide it.

@@ -249,7 +249,12 @@ SegmentPart::TagEntry* SegmentPart::find(std::string_view tag) const {
 }
 
 Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::string& name) {
-  Result<store::TagSource> source = store::tag_source(stores_, name);
+  // A striped store the prober knows is down (one that hangs, say) is asked last, so a
+  // refill does not wait out its timeout while another store answers.
+  Result<store::TagSource> source = store::tag_source(stores_, name, [this](size_t index) {
+    std::string why;
+    return !store_up(index, steady_now_ms(), &why);
+  });
   if (stores_.size() == 1) note_store(0, source.status());
   if (!source.ok()) return source.status();
 

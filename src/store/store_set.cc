@@ -115,7 +115,8 @@ Status from_store(const Status& status, const OpenedStore& opened, size_t stores
   return Status(status.code(), fmt::format("{}: {}", opened.url, status.message()));
 }
 
-Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string& tag) {
+Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string& tag,
+                             StripedSource::KnownDown known_down) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(tag));
   const size_t k = stores.size();
   if (k == 0) return Status::InvalidArgument("no segment store configured");
@@ -145,7 +146,7 @@ Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string
   if (out.step == 0) return Status::Unavailable("no store could be reached: " + out.down);
   out.source = sources.front();
   if (k > 1) {
-    out.striped = std::make_unique<StripedSource>(sources);
+    out.striped = std::make_unique<StripedSource>(sources, std::move(known_down));
     out.source = out.striped.get();
   }
   return out;

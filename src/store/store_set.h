@@ -81,6 +81,8 @@ struct TagSource {
 // the residues of the others never shift (two stores handing out the same ID). A tag
 // missing from any store that answers is NotFound, since its share would be missing too.
 // `stores` must outlive the result.
-Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string& tag);
+// `known_down` (optional): the stores a health check knows to be down, asked last.
+Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string& tag,
+                             StripedSource::KnownDown known_down = {});
 
 }  // namespace idforge::store

@@ -265,5 +265,51 @@ TEST(ServerStoreStallTest, AHungCoordinatorMakesOnlySnowflakeNotReadyBeforeItFai
   EXPECT_TRUE(Services::get().stop(*coordinator).ok());
 }
 
+// Two striped stores, one of which hangs (SIGSTOP: it accepts connections and never
+// answers). Once the prober has seen it down, refills go to the other store first, so
+// a tag with a small step goes on serving every request; asked in its turn, the hung
+// store made every other refill wait out its command timeout, past the request's wait.
+TEST(ServerStoreStallTest, AStripedStoreThatHangsIsSkippedOnceTheProberSeesItDown) {
+  Result<Server> a = Services::get().start_private(ServerKind::kRedis, "stripe-hang-a");
+  Result<Server> b = Services::get().start_private(ServerKind::kRedis, "stripe-hang-b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ServiceConfig config;
+  config.data_dir = Services::get().make_dir("stripe-hang");
+  config.store_urls = {a->url, b->url};
+  config.identity = "stripe-hang-node";
+  config.segment_wait_ms = 1000;
+  Result<std::unique_ptr<IdService>> started = IdService::start(config);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  IdService& service = **started;
+  TagSpec tag;
+  tag.name = unique_tag("stripe_hang");
+  tag.step = 10;  // a refill every request or two
+  ASSERT_TRUE(service.create_tag(tag).ok());
+  std::vector<uint64_t> ten(10);
+  ASSERT_TRUE(service.segment(tag.name, ten).ok());
+
+  ASSERT_TRUE(Services::get().pause(*b).ok());
+  // The prober counts it down once a probe has waited more than a second.
+  auto known_down = [&] {
+    const server::StoreStatus st = service.status().stores.at(1);
+    return !st.up || (st.probing && st.probing_ms > 1000);
+  };
+  const auto deadline = Steady::now() + std::chrono::seconds(15);
+  while (!known_down() && Steady::now() < deadline) std::this_thread::sleep_for(Ms(50));
+  ASSERT_TRUE(known_down()) << "the prober never saw the paused store";
+  int failed = 0;
+  std::string last;
+  for (int i = 0; i < 40; ++i) {
+    Status got = service.segment(tag.name, ten);
+    if (!got.ok()) {
+      ++failed;
+      last = got.to_string();
+    }
+  }
+  EXPECT_EQ(failed, 0) << "requests waited on the hung store: " << last;
+  ASSERT_TRUE(Services::get().resume(*b).ok());
+  EXPECT_TRUE(service.stop().ok());
+}
+
 }  // namespace
 }  // namespace idforge::integration

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "fake_range_source.h"
 
 namespace idforge {
@@ -37,6 +39,27 @@ TEST(StripedSourceTest, SkipsAStoreThatIsDownAndReportsAllWhenNoneAnswers) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("a down"), std::string::npos);
   EXPECT_NE(r.status().message().find("b down"), std::string::npos);
+}
+
+// A store that hangs rather than refuses: the health check knows it is down, so it is
+// asked only when every other store failed, and refills do not wait out its timeout.
+TEST(StripedSourceTest, AStoreKnownToBeDownIsAskedOnlyWhenNoOtherAnswers) {
+  testing::FakeRangeSource a, b;
+  a.add_tag("pay");
+  b.add_tag("pay");
+  bool a_down = true;
+  StripedSource s({&a, &b}, [&](size_t index) { return index == 0 && a_down; });
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(s.allocate("pay", 5).value().first % 2, 1u);
+  EXPECT_EQ(a.calls(), 0) << "the store known to be down was asked in its turn";
+  // Every other store failing, the one known down is still tried (it may be back).
+  b.set_failure(Status::Unavailable("b down"));
+  EXPECT_EQ(s.allocate("pay", 5).value().first % 2, 0u);
+  // Back up: taken in turn again.
+  a_down = false;
+  b.set_failure(Status::Ok());
+  std::set<uint64_t> residues;
+  for (int i = 0; i < 4; ++i) residues.insert(s.allocate("pay", 5).value().first % 2);
+  EXPECT_EQ(residues.size(), 2u);
 }
 
 TEST(StripedSourceTest, UnknownTagIsNotFound) {
