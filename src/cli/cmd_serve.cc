@@ -4,6 +4,7 @@
 // in-flight requests finish and releases the lease.
 #include <fmt/format.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -241,6 +242,52 @@ std::string listener_url(std::string_view scheme, const server::Endpoint& endpoi
   return fmt::format("{}://{}{}", scheme, endpoint.to_string(), tail);
 }
 
+// What a connection refused over limits.max_connections is told before it is closed:
+// Redis's own words, and an HTTP 503 a load balancer retries elsewhere.
+constexpr const char* kRespRefusal = "-ERR max number of clients reached\r\n";
+constexpr const char* kHttpRefusal =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
+    "Connection: close\r\nRetry-After: 1\r\n\r\nmax number of clients reached\n";
+
+// Descriptors kept for the server's own work whatever the clients hold: high-water
+// marks, served marks and fleet records being written, store and coordinator
+// connections, SQLite's files, the log (Redis keeps 32; idforge has more of its own).
+constexpr size_t kReservedFds = 128;
+
+// Raises the soft limit on open files to the hard one (as Redis does), then caps the
+// client connections so that they can never take the descriptors the server needs for
+// its own work: with every descriptor held by clients, marks could not be written and
+// leases not renewed, and Snowflake would stop for everyone.
+size_t connections_within_fd_limit(size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+  if (limit.rlim_cur < limit.rlim_max) {
+    const rlim_t before = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      log::info("serve.fd_limit_raised", {{"from", static_cast<uint64_t>(before)},
+                                          {"to", static_cast<uint64_t>(limit.rlim_cur)}});
+    } else {
+      limit.rlim_cur = before;
+    }
+  }
+  if (limit.rlim_cur == RLIM_INFINITY) return wanted;
+  const size_t usable = limit.rlim_cur > kReservedFds * 2
+                            ? static_cast<size_t>(limit.rlim_cur) - kReservedFds
+                            : static_cast<size_t>(limit.rlim_cur) / 2;
+  if (wanted <= usable) return wanted;
+  log::warn("serve.max_connections_capped",
+            {{"max_connections", static_cast<uint64_t>(wanted)},
+             {"capped_to", static_cast<uint64_t>(usable)},
+             {"fd_limit", static_cast<uint64_t>(limit.rlim_cur)},
+             {"reserved", static_cast<uint64_t>(kReservedFds)},
+             {"message",
+              "limits.max_connections is above what the open-file limit leaves once "
+              "the server's own descriptors are kept; raise the limit (LimitNOFILE= "
+              "in the unit, ulimit -n) to allow more"}});
+  return usable;
+}
+
 int serve(const ServeConfig& config) {
   // Block the signals before any thread exists: threads inherit the mask, so the signals
   // stay pending for sigwait() below instead of interrupting a random thread. A parent
@@ -289,7 +336,10 @@ int serve(const ServeConfig& config) {
   const bool tokens = security.auth != nullptr;
 
   // Declared after the service, so destroyed before it: sessions call the service.
-  server::NetServer net(config.net);
+  server::NetOptions net_options = config.net;
+  net_options.max_connections = connections_within_fd_limit(net_options.max_connections);
+  net_options.on_refused = [s = service.get()] { s->metrics().record_connection_refused(); };
+  server::NetServer net(net_options);
   struct Listening {
     std::string_view key;
     server::Endpoint endpoint;
@@ -312,7 +362,7 @@ int serve(const ServeConfig& config) {
         net.listen(address, std::string(key),
                    is_http ? server::make_http_session_factory(*service, http_options)
                            : server::make_resp_session_factory(*service, resp_options),
-                   plain ? nullptr : security.tls);
+                   plain ? nullptr : security.tls, is_http ? kHttpRefusal : kRespRefusal);
     if (!bound.ok()) return stop_service(*service, listen_failed(config, key, bound.status()));
     listening.push_back({key, *bound, tls && !plain});
   }

@@ -307,7 +307,8 @@ constexpr Spec kSpecs[] = {
      [](ServeConfig& c, Value& v) { c.net.request_timeout_ms = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.request_timeout_ms); }},
     {{"limits.max_connections", "IDFORGE_MAX_CONNECTIONS", "--max-connections", "N", "10000",
-      "Open connections; beyond, new ones are accepted and closed at once"},
+      "Open connections; beyond, new ones are told 'max number of clients reached' (HTTP 503) "
+      "and closed. Capped at the open-file limit less 128 kept for the server's own files"},
      {Kind::kUint, 1, 1'000'000},
      [](ServeConfig& c, Value& v) { c.net.max_connections = static_cast<size_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.max_connections); }},

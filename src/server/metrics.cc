@@ -241,6 +241,11 @@ std::string Metrics::render(const IdService& service) const {
                    id_kind_name(static_cast<IdKind>(k)), ids(static_cast<IdKind>(k)));
   }
 
+  header(out, "idforge_connections_refused_total", "counter",
+         "Connections refused because limits.max_connections were open (answered 'max number "
+         "of clients reached' and closed).");
+  sample(out, "idforge_connections_refused_total",
+         connections_refused_.load(std::memory_order_relaxed));
   // Tokens (auth.h): the labels are fixed words, never a token's secret or name.
   header(out, "idforge_auth_failures_total", "counter",
          "Requests refused for want of a token: none (missing), not a token (wrong), or a "

@@ -80,6 +80,8 @@ class Metrics {
   void record_ids(IdKind kind, uint64_t count);
   // Tokens and limits (auth.h); rare enough for one counter each, unsharded.
   void record_auth_failure(int protocol, AuthFailure reason);
+  // A connection refused over limits.max_connections (NetOptions::on_refused).
+  void record_connection_refused() { connections_refused_.fetch_add(1, std::memory_order_relaxed); }
   // `connection`: the connection's own rate (ConnectionLimits), else the token's limit.
   void record_limit_refusal(int protocol, Limit limit, bool connection);
   // The tokens whose count (idforge_tokens) and refusals by token name
@@ -122,6 +124,7 @@ class Metrics {
 
   std::array<Shard, kShards> shards_{};
   std::array<std::atomic<uint64_t>, kProtocols * kAuthFailures> auth_failures_{};
+  std::atomic<uint64_t> connections_refused_{0};
   // [protocol][limit][token, connection]
   std::array<std::atomic<uint64_t>, kProtocols * kLimits * 2> limit_refusals_{};
   mutable Mutex tokens_mu_;

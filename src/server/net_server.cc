@@ -1,6 +1,7 @@
 #include "server/net_server.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -79,17 +80,20 @@ namespace {
 
 // A listening socket on one loop, handing accepted connections round-robin to all loops.
 struct Listener {
-  Listener(Loop& l, std::string n, SessionFactory f, std::shared_ptr<TlsContext> t)
+  Listener(Loop& l, std::string n, SessionFactory f, std::shared_ptr<TlsContext> t, std::string r)
       : loop(l),
         name(std::move(n)),
         factory(std::move(f)),
         tls(std::move(t)),
+        refusal(std::move(r)),
         acceptor(l.ctx),
         retry(l.ctx) {}
   Loop& loop;
   std::string name;
   SessionFactory factory;
   std::shared_ptr<TlsContext> tls;  // null: plain TCP
+  std::string refusal;              // written to a refused plain connection
+  log::RepeatLimiter refusals;      // net.connection_refused ... net.connections_accepted
   net::Acceptor acceptor;
   net::Timer retry;  // backs off after an accept error such as EMFILE
   // Failures that repeat while the cause lasts: logged once per run and window.
@@ -119,6 +123,7 @@ struct NetServer::Impl {
     shared.request_timeout = std::chrono::milliseconds(std::max<int64_t>(0, o.request_timeout_ms));
     shared.max_pending_bytes = o.max_pending_bytes;
     shared.max_connections = o.max_connections;
+    on_refused = std::move(o.on_refused);
     shared.pool = &pool;
     int threads = o.io_threads;
     if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
@@ -147,6 +152,7 @@ struct NetServer::Impl {
   std::mutex control;                                // listen, start, shutdown
   State state = State::kIdle;
   std::unique_ptr<AccessLog> access_log;  // null: off; outlives every session and job
+  std::function<void()> on_refused;       // NetOptions::on_refused
   log::RepeatLimiter loop_failures;       // exceptions out of a loop's handlers
 };
 
@@ -186,8 +192,18 @@ void NetServer::Impl::on_accept(Listener& l, Loop& target, const boost::system::
   if (shared.open.fetch_add(1, std::memory_order_relaxed) >= shared.max_connections) {
     shared.open.fetch_sub(1, std::memory_order_relaxed);
     shared.rejected.fetch_add(1, std::memory_order_relaxed);
+    if (on_refused) on_refused();
+    l.refusals.fail(log::Level::kWarn, "net.connection_refused",
+                    {{"listener", l.name}, {"max_connections", shared.max_connections}});
+    // Said once, without waiting: a client that does not read gets nothing. A TLS client
+    // could not read plaintext, so it only sees the close.
+    if (!l.tls && !l.refusal.empty()) {
+      [[maybe_unused]] const ssize_t sent = ::send(socket.native_handle(), l.refusal.data(),
+                                                   l.refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
     socket.close(ignored);
   } else {
+    l.refusals.recover(log::Level::kInfo, "net.connections_accepted", {{"listener", l.name}});
     shared.total.fetch_add(1, std::memory_order_relaxed);
     // Accepting works again: the end of a run of failures, if there was one.
     l.accept_failures.recover(log::Level::kInfo, "net.accept_recovered", {{"listener", l.name}});
@@ -283,7 +299,8 @@ NetServer::NetServer(NetOptions options) : impl_(std::make_unique<Impl>(options)
 NetServer::~NetServer() { shutdown(std::chrono::milliseconds(0)); }
 
 Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
-                                   SessionFactory factory, std::shared_ptr<TlsContext> tls) {
+                                   SessionFactory factory, std::shared_ptr<TlsContext> tls,
+                                   std::string refusal) {
   IDFORGE_ASSIGN_OR_RETURN(Endpoint parsed, parse_endpoint(endpoint));
   std::lock_guard<std::mutex> lock(impl_->control);
   if (impl_->state == Impl::State::kStopped) {
@@ -296,7 +313,8 @@ Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
       host == "localhost" ? asio::ip::address(asio::ip::address_v4::loopback())
                           : asio::ip::make_address(host, ec);  // checked by parse_endpoint
   Loop& loop = *impl_->loops[impl_->listeners.size() % impl_->loops.size()];
-  auto listener = std::make_unique<Listener>(loop, name, std::move(factory), std::move(tls));
+  auto listener = std::make_unique<Listener>(loop, name, std::move(factory), std::move(tls),
+                                             std::move(refusal));
   tcp::acceptor::endpoint_type bind_to(address, parsed.port);
   auto fail = [&](std::string_view what) {
     return Status::IoError(

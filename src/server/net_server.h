@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,7 +40,9 @@ struct NetOptions {
   int64_t request_timeout_ms = 10'000;  // a request started but not complete after this;
                                         // also bounds one write to a client not reading
   size_t max_pending_bytes = 1 << 20;   // unconsumed input per connection; beyond: close
-  size_t max_connections = 10'000;      // beyond: accept and close at once
+  size_t max_connections = 10'000;      // beyond: accept, answer the refusal, close
+  // Called for each connection refused over max_connections (a metric).
+  std::function<void()> on_refused;
   // The access log (access_log.h): one request in N written as an `access` event; 0: off.
   uint64_t access_log_sample = 0;
 };
@@ -74,8 +77,10 @@ class NetServer {
   // 0 was asked). `name` labels the listener in logs and stats ("http", "resp").
   // "localhost" binds 127.0.0.1. IoError when the address cannot be bound.
   // With `tls` its connections speak TLS (the session sees the plaintext); null: plain TCP.
+  // `refusal` is written to a plain connection refused over max_connections before it is
+  // closed ("-ERR max number of clients reached" as Redis says it; an HTTP 503).
   Result<Endpoint> listen(std::string_view endpoint, std::string name, SessionFactory factory,
-                          std::shared_ptr<TlsContext> tls = nullptr);
+                          std::shared_ptr<TlsContext> tls = nullptr, std::string refusal = {});
 
   // Starts the I/O and worker threads; returns at once.
   Status start();

@@ -141,21 +141,24 @@ Result<HttpReply> HttpClient::get(const std::string& target, milliseconds timeou
 }
 
 Result<std::unique_ptr<ServeNode>> ServeNode::start(const std::string& dir,
-                                                    const std::vector<std::string>& args) {
-  Result<std::unique_ptr<ServeNode>> node = launch(dir, args);
+                                                    const std::vector<std::string>& args,
+                                                    const std::vector<std::string>& prefix) {
+  Result<std::unique_ptr<ServeNode>> node = launch(dir, args, prefix);
   if (!node.ok()) return node.status();
   IDFORGE_RETURN_IF_ERROR((*node)->await(std::chrono::seconds(20)));
   return node;
 }
 
 Result<std::unique_ptr<ServeNode>> ServeNode::launch(const std::string& dir,
-                                                     const std::vector<std::string>& args) {
+                                                     const std::vector<std::string>& args,
+                                                     const std::vector<std::string>& prefix) {
   std::unique_ptr<ServeNode> node(new ServeNode());
   node->out_path_ = dir + "/serve.out";
   node->err_path_ = dir + "/serve.err";
   std::vector<std::string> argv = {idforge_bin(), "serve",       "--http",     "127.0.0.1:0",
                                    "--resp",      "127.0.0.1:0", "--data-dir", dir + "/data"};
   argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.begin(), prefix.begin(), prefix.end());
   node->pid_ =
       test_support::spawn(argv, {.out_path = node->out_path_, .err_path = node->err_path_}).pid;
   if (node->pid_ < 0) return Status::IoError("cannot start " + idforge_bin());
@@ -170,6 +173,10 @@ Status ServeNode::await(milliseconds limit) {
     if (const size_t at = out.find(prefix);
         at != std::string::npos && out.find("idforge serve: resp ") != std::string::npos) {
       http_port_ = std::atoi(out.c_str() + at + prefix.size());
+      const std::string resp = "idforge serve: resp redis://127.0.0.1:";
+      if (const size_t r = out.find(resp); r != std::string::npos) {
+        resp_port_ = std::atoi(out.c_str() + r + resp.size());
+      }
       return Status::Ok();
     }
     if (pid_ <= 0) return Status::Unavailable("idforge serve is not running: " + stderr_tail());

@@ -46,11 +46,14 @@ class ServeNode {
  public:
   // launch() and then await(20 s).
   static Result<std::unique_ptr<ServeNode>> start(const std::string& dir,
-                                                  const std::vector<std::string>& args);
+                                                  const std::vector<std::string>& args,
+                                                  const std::vector<std::string>& prefix = {});
   // Spawns it without waiting; await() waits until it prints its ports. A node whose
   // lease has a start delay listens only after it, so tests launch several at once.
+  // `prefix` runs it under another command: {"/usr/bin/prlimit", "--nofile=300"}.
   static Result<std::unique_ptr<ServeNode>> launch(const std::string& dir,
-                                                   const std::vector<std::string>& args);
+                                                   const std::vector<std::string>& args,
+                                                   const std::vector<std::string>& prefix = {});
   Status await(std::chrono::milliseconds limit);
   // After await(): waits until /readyz?part=`part` answers 200 ("snowflake": a lease with
   // a start delay lets the server listen before it issues Snowflake IDs).
@@ -60,6 +63,7 @@ class ServeNode {
   ServeNode& operator=(const ServeNode&) = delete;
 
   int http_port() const { return http_port_; }
+  int resp_port() const { return resp_port_; }
   // SIGTERM and wait for a clean exit: Ok, or how it ended and its stderr's end.
   Status stop();
   std::string stderr_tail(int lines = 20) const;
@@ -69,6 +73,7 @@ class ServeNode {
   ServeNode() = default;
   pid_t pid_ = -1;
   int http_port_ = 0;
+  int resp_port_ = 0;
   std::string out_path_;
   std::string err_path_;
 };
