@@ -271,16 +271,23 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
         ++fleet_unrecorded_;
         range_problem_ = why;
       }
-      report(log::Level::kWarn, "segment.fleet_floor_unavailable",
-             {{"tag", tag},
-              {"store", store_->describe()},
-              {"registry", settings_.fleet->describe()},
-              {"first", seg.first},
-              {"last", seg.last()},
-              {"error", took.status().message()}},
-             why);
+      // Every tag's refill fails alike while the registry is out: one line, then counts.
+      if (settings_.log) {
+        settings_.log(why);
+      } else {
+        fleet_down_.fail(log::Level::kWarn, "segment.fleet_floor_unavailable",
+                         {{"tag", tag},
+                          {"store", store_->describe()},
+                          {"registry", settings_.fleet->describe()},
+                          {"first", seg.first},
+                          {"last", seg.last()},
+                          {"error", took.status().message()},
+                          {"message", why}});
+      }
       return Status::Unavailable(why);
     }
+    fleet_down_.recover(log::Level::kInfo, "segment.fleet_floor_recovered",
+                        {{"registry", settings_.fleet->describe()}});
     if (!took->taken) {
       const uint64_t floor = std::max(took->highest, served);
       const std::string why = fmt::format(

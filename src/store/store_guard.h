@@ -37,6 +37,7 @@
 #include "idforge/segment_store.h"
 #include "idforge/status.h"
 #include "log/log.h"
+#include "log/repeats.h"
 #include "store/served_marks.h"
 
 namespace idforge::store {
@@ -122,6 +123,7 @@ class StoreGuard final : public RangeSource {
   std::string range_problem_;  // under mu_: the last refused range, until one is taken
   uint64_t refused_ = 0, foreign_ = 0, changes_ = 0, changes_seen_ = 0;  // under mu_
   uint64_t fleet_refused_ = 0, fleet_unrecorded_ = 0;                    // under mu_
+  log::RepeatLimiter fleet_down_;  // segment.fleet_floor_unavailable ... _recovered
   // One allocation per tag at a time, so check-then-record sees ranges in store order.
   std::mutex tags_mu_;
   std::map<std::string, std::unique_ptr<std::mutex>, std::less<>> tag_mu_;  // under tags_mu_
