@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-security bench-stores fuzz torture screenshot format clean
+.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-security bench-stores fuzz torture screenshot format clean
 
 all: build
 
@@ -78,6 +78,14 @@ bench-load: build
 # Segment IDs through the server on PostgreSQL and MariaDB (docs/benchmarks.md).
 bench-stores: build
 	@bench/load/stores.sh --idforge build/idforge
+
+# What the fleet floor costs per registry kind: ranges/s with and without it
+# (docs/benchmarks.md, "The fleet floor").
+FLOOR_MS ?= 2000
+bench-floor: build
+	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge_integration_tests
+	@IDFORGE_FLOOR_BENCH_MS=$(FLOOR_MS) build/tests/idforge_integration_tests \
+	  --gtest_filter='FleetFloorCostTest.*'
 
 # TLS against plain TCP, tokens, and small requests' p99 beside maximum batches
 # (docs/benchmarks.md, "Security").
