@@ -59,14 +59,14 @@ TEST(FleetFloorCostTest, RangesPerSecondWithAndWithoutTheFloorPerRegistry) {
   struct Registry {
     std::string name, url;
   };
-  std::vector<Registry> registries = {
-      {"local", "local:" + sv.make_dir("floor-cost-local")}};
+  std::vector<Registry> registries = {{"local", "local:" + sv.make_dir("floor-cost-local")}};
   for (auto [name, url] : {std::pair{"redis", sv.redis_url()}, std::pair{"etcd", sv.etcd_url()},
                            std::pair{"zookeeper", sv.zookeeper_url()}}) {
     ASSERT_TRUE(url.ok()) << url.status().to_string();
     registries.push_back({name, *url + "?cluster=" + unique_tag("cost")});
   }
-  std::printf("| registry | ranges/s with the floor | without | ratio |\n| --- | ---: | ---: | ---: |\n");
+  std::printf(
+      "| registry | ranges/s with the floor | without | ratio |\n| --- | ---: | ---: | ---: |\n");
   for (const Registry& r : registries) {
     std::vector<double> on, off;
     for (int round = 0; round < 3; ++round) {

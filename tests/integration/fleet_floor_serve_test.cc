@@ -1,10 +1,10 @@
 // The fleet floor through real `idforge serve` processes and real stores and registries:
 // two nodes that served different amounts, then a store that goes back with its
 // identity — a Redis wiped and its tag recreated at 1 (registry: etcd), a MariaDB
-// restored from a logical dump (registry: Redis), a PostgreSQL restored from pg_dump
-// (registry: ZooKeeper). With the floor no ID repeats and IDs flow again; with it taken
-// out (--fleet-floor false) the same steps repeat IDs, which shows the floor is what
-// keeps them apart (docs/stores.md, "The fleet floor").
+// restored from a logical dump or from a physical backup of its data directory on the same
+// host (registry: Redis), a PostgreSQL restored from pg_dump (registry: ZooKeeper). With the floor
+// no ID repeats and IDs flow again; with it taken out (--fleet-floor false) the same steps repeat
+// IDs, which shows the floor is what keeps them apart (docs/stores.md, "The fleet floor").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Scenario { kRedisWiped, kMariadbDump, kPostgresDump };
+enum class Scenario { kRedisWiped, kMariadbDump, kPostgresDump, kMariadbPhysical };
 
 struct Case {
   Scenario scenario;
@@ -35,9 +35,10 @@ struct Case {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
   const Case& c = param_info.param;
-  const char* s = c.scenario == Scenario::kRedisWiped    ? "redis_wiped"
-                  : c.scenario == Scenario::kMariadbDump ? "mariadb_dump"
-                                                         : "postgres_dump";
+  const char* s = c.scenario == Scenario::kRedisWiped        ? "redis_wiped"
+                  : c.scenario == Scenario::kMariadbDump     ? "mariadb_dump"
+                  : c.scenario == Scenario::kMariadbPhysical ? "mariadb_physical"
+                                                             : "postgres_dump";
   return std::string(s) + (c.floor ? "_floor" : "_no_floor");
 }
 
@@ -50,6 +51,8 @@ std::string port_of(const std::string& url) {
 
 class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
  protected:
+  static fs::path backup_dir(const Server& store) { return fs::path(store.dir) / "backup"; }
+
   // `idforge tag create` as an operator runs it.
   void create_tag(const std::string& registry) {
     const std::string scratch = Services::get().make_dir("tag-create");
@@ -117,8 +120,10 @@ TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
     Result<std::string> etcd = services.etcd_url();
     ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
     registry_url_ = *etcd + "?cluster=" + unique_tag("ffc");
-  } else if (c.scenario == Scenario::kMariadbDump) {
-    Result<Server> maria = services.shared(ServerKind::kMariadb);
+  } else if (c.scenario == Scenario::kMariadbDump || c.scenario == Scenario::kMariadbPhysical) {
+    Result<Server> maria = c.scenario == Scenario::kMariadbDump
+                               ? services.shared(ServerKind::kMariadb)
+                               : services.start_private(ServerKind::kMariadb, "ff-maria");
     ASSERT_TRUE(maria.ok()) << maria.status().to_string();
     store = *maria;
     Result<std::string> redis = services.redis_url();
@@ -149,6 +154,14 @@ TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
          port_of(store_url_), "-u", "idforge", "-pidforge", "--result-file=" + dump, "idforge"},
         dump);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+  } else if (c.scenario == Scenario::kMariadbPhysical) {
+    // A physical backup: the data directory copied while the server is stopped.
+    ASSERT_TRUE(services.stop(store).ok());
+    test_support::RunResult copied = test_support::run_command(
+        {"/bin/cp", "-a", (fs::path(store.dir) / "data").string(), backup_dir(store).string()},
+        store.dir + "/backup-copy");
+    ASSERT_EQ(copied.exit_code, 0) << copied.err;
+    ASSERT_TRUE(services.restart(store).ok());
   } else if (c.scenario == Scenario::kPostgresDump) {
     test_support::RunResult r =
         test_support::run_command({"/usr/bin/pg_dump", "--clean", "-h", "127.0.0.1", "-p",
@@ -172,6 +185,15 @@ TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
     // for a new store, and neither node's identity check moves the tag later.
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     create_tag("local:" + services.make_dir("ff-operator"));
+  } else if (c.scenario == Scenario::kMariadbPhysical) {
+    // The backup restored on the same host: the same server_id, host and port, so the
+    // same identity, and max_id back at 100.
+    ASSERT_TRUE(services.stop(store).ok());
+    std::error_code ec;
+    fs::remove_all(fs::path(store.dir) / "data", ec);
+    fs::rename(backup_dir(store), fs::path(store.dir) / "data", ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(services.restart(store).ok());
   } else {
     // The dump loaded back into the same server: the same identity, max_id back at 100.
     test_support::RunResult r =
@@ -193,7 +215,7 @@ TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
   }
   EXPECT_TRUE(a->stop().ok()) << a->stderr_tail();
   EXPECT_TRUE(b->stop().ok()) << b->stderr_tail();
-  if (c.scenario == Scenario::kRedisWiped) {
+  if (c.scenario == Scenario::kRedisWiped || c.scenario == Scenario::kMariadbPhysical) {
     EXPECT_TRUE(services.stop(store).ok());
   }
 }
@@ -202,7 +224,9 @@ INSTANTIATE_TEST_SUITE_P(
     Scenarios, FleetFloorServeTest,
     ::testing::Values(Case{Scenario::kRedisWiped, true}, Case{Scenario::kRedisWiped, false},
                       Case{Scenario::kMariadbDump, true}, Case{Scenario::kMariadbDump, false},
-                      Case{Scenario::kPostgresDump, true}, Case{Scenario::kPostgresDump, false}),
+                      Case{Scenario::kPostgresDump, true}, Case{Scenario::kPostgresDump, false},
+                      Case{Scenario::kMariadbPhysical, true},
+                      Case{Scenario::kMariadbPhysical, false}),
     case_name);
 
 // The command line reads and records the same floor: `idforge next --tag` records its
