@@ -19,6 +19,7 @@
 #include "core/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
+#include "unit/floor_race.h"
 
 namespace idforge::integration {
 namespace {
@@ -99,33 +100,14 @@ TEST_P(FleetRecordsTest, AReplaceTakesOnlyOnTheValueItExpects) {
 }
 
 TEST_P(FleetRecordsTest, TwoNodesRacingOneTagNeverShareANumber) {
-  std::atomic<uint64_t> store_max{0};  // a healthy store hands out disjoint ranges
-  std::mutex mu;
-  std::vector<std::pair<uint64_t, uint64_t>> used;
-  int refused = 0;
-  std::vector<std::thread> nodes;
-  for (int n = 0; n < 2; ++n) {
-    nodes.emplace_back([&] {
-      std::unique_ptr<WorkerRegistry> registry = open();
-      ASSERT_TRUE(registry);
-      FleetFloor floor(*registry->fleet_records());
-      for (int i = 0; i < 40; ++i) {
-        const uint64_t last = store_max.fetch_add(100) + 100;
-        Result<FloorTake> took = floor.take("0/1", "raced", last - 99, last);
-        ASSERT_TRUE(took.ok()) << took.status().to_string();
-        std::lock_guard lock(mu);
-        if (took->taken) {
-          used.emplace_back(last - 99, last);
-        } else {
-          ++refused;
-        }
-      }
-    });
-  }
-  for (std::thread& t : nodes) t.join();
-  std::sort(used.begin(), used.end());
-  for (size_t i = 1; i < used.size(); ++i) EXPECT_GT(used[i].first, used[i - 1].second);
-  EXPECT_EQ(refused, 0);
+  std::unique_ptr<WorkerRegistry> a = open();
+  std::unique_ptr<WorkerRegistry> b = open();
+  ASSERT_TRUE(a && b);
+  const testing::FloorRace race =
+      testing::race_floor({a->fleet_records(), b->fleet_records()}, /*takes=*/40, /*step=*/100);
+  ASSERT_EQ(race.error, "");
+  EXPECT_TRUE(race.disjoint());
+  EXPECT_EQ(race.refused, 0);
   std::unique_ptr<WorkerRegistry> reader = open();
   FleetFloor floor(*reader->fleet_records());
   EXPECT_EQ(*floor.highest("0/1", "raced"), 8000u);

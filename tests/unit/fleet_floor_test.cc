@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "floor_race.h"
 #include "rewindable_store.h"
 #include "store/served_marks.h"
 #include "store/store_guard.h"
@@ -134,32 +135,13 @@ TEST(FloorStateTest, ParseReadsWhatFormatWritesAndRefusesAnythingElse) {
 
 TEST(FleetFloorTest, NodesRacingOnOneTagNeverShareANumberAndRarelyLoseARange) {
   MemoryRecords records;
-  std::atomic<uint64_t> store_max{0};  // a healthy store: disjoint ranges
-  std::mutex mu;
-  std::vector<std::pair<uint64_t, uint64_t>> used;
-  int refused = 0;
-  std::vector<std::thread> nodes;
-  for (int n = 0; n < 4; ++n) {
-    nodes.emplace_back([&] {
-      FleetFloor floor(records);  // each node its own cache
-      for (int i = 0; i < 200; ++i) {
-        const uint64_t last = store_max.fetch_add(10) + 10;
-        Result<FloorTake> took = floor.take("0/1", "order", last - 9, last);
-        ASSERT_TRUE(took.ok()) << took.status().to_string();
-        std::lock_guard lock(mu);
-        if (took->taken) {
-          used.emplace_back(last - 9, last);
-        } else {
-          ++refused;
-        }
-      }
-    });
-  }
-  for (std::thread& t : nodes) t.join();
-  std::sort(used.begin(), used.end());
-  for (size_t i = 1; i < used.size(); ++i) EXPECT_GT(used[i].first, used[i - 1].second);
+  const testing::FloorRace race = testing::race_floor({&records, &records, &records, &records},
+                                                      /*takes=*/200, /*step=*/10);
+  ASSERT_EQ(race.error, "");
+  EXPECT_TRUE(race.disjoint());
   // Disjoint ranges recorded out of order are kept above the floor, not refused.
-  EXPECT_EQ(refused, 0);
+  EXPECT_EQ(race.refused, 0);
+  EXPECT_EQ(race.used.size(), 800u);
 }
 
 TEST(FleetFloorTest, ARegistryThatDoesNotAnswerIsAnErrorNeverATake) {

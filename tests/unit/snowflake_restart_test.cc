@@ -246,17 +246,23 @@ TEST(SnowflakeRestartTest, WithoutStoreOnNextAHungStoreHoldsNoCallerAndIssuesNot
   EXPECT_EQ(asked.load(), 1);  // the new reservation has room: nothing asked
 }
 
-// A logical generator that runs ahead of a stalled clock uses its reservation up
-// faster than the clock moves; the background renewal must notice.
-TEST(SnowflakeRestartTest, RenewalCountsFromTheLastIdWhenItRunsAheadOfTheClock) {
-  ManualClock clock(kT0);  // never moves in this test
-  MemoryHighWaterStore store;
+// The server's generator over `store`: a reserve of 100 ms, requests never writing the
+// mark (the part's thread renews it).
+std::unique_ptr<SnowflakeGenerator> server_generator(ManualClock& clock, HighWaterStore& store) {
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
   o.high_water = &store;
   o.reserve_ms = 100;
   SnowflakeInternals internals;
   internals.store_on_next = false;
-  auto gen = make_generator(o, std::move(internals));
+  return make_generator(o, std::move(internals));
+}
+
+// A logical generator that runs ahead of a stalled clock uses its reservation up
+// faster than the clock moves; the background renewal must notice.
+TEST(SnowflakeRestartTest, RenewalCountsFromTheLastIdWhenItRunsAheadOfTheClock) {
+  ManualClock clock(kT0);  // never moves in this test
+  MemoryHighWaterStore store;
+  auto gen = server_generator(clock, store);
   ASSERT_NE(gen, nullptr);
   ASSERT_EQ(store.stores(), 1);
   // 60 ms of sequences in one go: the IDs run 60 ms ahead of the clock.
@@ -293,12 +299,7 @@ TEST(SnowflakeRestartTest, CorruptOrUnreadableMarkFailsCreate) {
 TEST(SnowflakeRestartTest, AFencedRequestNeverWaitsOnAHungMarkWrite) {
   ManualClock clock(kT0);
   GatedStore store;
-  SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
-  o.high_water = &store;
-  o.reserve_ms = 100;
-  SnowflakeInternals internals;
-  internals.store_on_next = false;
-  auto gen = make_generator(o, std::move(internals));
+  auto gen = server_generator(clock, store);
   ASSERT_NE(gen, nullptr);
   store.set_open(false);  // the coordinator hangs from here on
   clock.advance(80);      // less than half the reserve is left: a renewal writes
