@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@ namespace idforge::store {
 namespace {
 
 constexpr std::string_view kHeader = "idforge-served-marks 1";
+// The file is written anew once the appended lines make it this much more than twice
+// its compact size.
+constexpr uint64_t kCompactSlack = 64 * 1024;
 
 bool valid_word(std::string_view w) {
   if (w.empty() || w.size() > 512) return false;
@@ -27,6 +31,25 @@ bool valid_word(std::string_view w) {
   return true;
 }
 
+// Runs `fn` with the flock on PATH.lock held: one writer at a time among the processes
+// that share the data directory (`idforge serve`, `idforge next --tag`).
+template <typename Fn>
+Status with_file_lock(const std::string& path, Fn fn) {
+  const std::string lock_path = path + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
+  Status st = Status::Ok();
+  while (::flock(lock, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      st = Status::IoError(fmt::format("lock {}: {}", lock_path, text::errno_text()));
+      break;
+    }
+  }
+  if (st.ok()) st = fn();
+  ::close(lock);  // drops the flock
+  return st;
+}
+
 }  // namespace
 
 std::string place_name(uint32_t index, uint32_t count) {
@@ -34,6 +57,15 @@ std::string place_name(uint32_t index, uint32_t count) {
 }
 
 Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
+  IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<ServedMarks> marks, read(std::move(path)));
+  if (marks->torn_) {
+    // Appends start on a fresh line: write the file anew without the cut-short one.
+    IDFORGE_RETURN_IF_ERROR(with_file_lock(marks->path_, [&] { return marks->compact_locked(); }));
+  }
+  return marks;
+}
+
+Result<std::unique_ptr<ServedMarks>> ServedMarks::read(std::string path) {
   std::unique_ptr<ServedMarks> marks(new ServedMarks(std::move(path)));
   if (marks->path_.empty()) return marks;
   std::ifstream in(marks->path_, std::ios::binary);
@@ -45,6 +77,7 @@ Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
   text << in.rdbuf();
   if (in.bad()) return Status::IoError(fmt::format("read {}", marks->path_));
   IDFORGE_RETURN_IF_ERROR(marks->parse(text.str()));
+  marks->compact_bytes_ = text.str().size();
   return marks;
 }
 
@@ -59,6 +92,11 @@ Status ServedMarks::parse(const std::string& text) {
         "edited or truncated)",
         path_, number, why));
   };
+  // A last line without its newline is an append a crash cut short: record() returns
+  // only after the whole line is fsynced, so nothing of it was ever served.
+  const size_t whole = text.empty() || text.back() == '\n' ? text.size() : text.rfind('\n') + 1;
+  torn_ = whole != text.size();
+  lines.str(text.substr(0, whole));
   while (std::getline(lines, line)) {
     ++number;
     if (number == 1) {
@@ -76,7 +114,8 @@ Status ServedMarks::parse(const std::string& text) {
           !valid_word(place)) {
         return bad("expected 'mark PLACE TAG NUMBER'");
       }
-      marks_[place][a] = value;
+      uint64_t& slot = marks_[place][a];  // appended lines may repeat a mark: the highest
+      slot = std::max(slot, value);
     } else if (kind == "identity") {
       if (!valid_word(place) || !valid_word(a)) return bad("expected 'identity PLACE VALUE'");
       identities_[place] = a;
@@ -85,45 +124,36 @@ Status ServedMarks::parse(const std::string& text) {
     }
     if (words >> extra) return bad("trailing text");
   }
-  if (number == 0) return bad("empty file");
+  if (number == 0 && !torn_) return bad("empty file");
   return Status::Ok();
 }
 
-Status ServedMarks::save_locked() {
+Status ServedMarks::append_locked(const std::string& line) {
   if (path_.empty()) return Status::Ok();
-  // Another process on this data directory (`idforge next --tag` beside `idforge
-  // serve`) writes the same file: one writer at a time, and each first takes in what
-  // the others recorded, so no process's marks are lost to another's older copy.
-  const std::string lock_path = path_ + ".lock";
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
-  while (::flock(lock, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      const std::string why = text::errno_text();
-      ::close(lock);
-      return Status::IoError(fmt::format("lock {}: {}", lock_path, why));
+  return with_file_lock(path_, [&]() -> Status {
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return compact_locked();  // the first write: the whole file
+    if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
+    // One line per change, fsynced: O(1) per range however many tags there are.
+    Status st = Status::Ok();
+    if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      st = Status::IoError(fmt::format("append to {}: {}", path_, text::errno_text()));
+    } else if (::fsync(fd) != 0) {
+      st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
     }
-  }
-  Status st = merge_from_disk_locked();
-  if (st.ok()) {
-    std::string text(kHeader);
-    text += '\n';
-    for (const auto& [place, identity] : identities_) {
-      text += fmt::format("identity {} {}\n", place, identity);
-    }
-    for (const auto& [place, tags] : marks_) {
-      for (const auto& [tag, value] : tags) {
-        text += fmt::format("mark {} {} {}\n", place, tag, value);
-      }
-    }
-    st = write_file_durably(path_, text);
-  }
-  ::close(lock);  // drops the flock
-  return st;
+    struct stat info {};
+    const bool grown = st.ok() && ::fstat(fd, &info) == 0 &&
+                       static_cast<uint64_t>(info.st_size) > 2 * compact_bytes_ + kCompactSlack;
+    ::close(fd);
+    if (!st.ok()) return st;
+    // The lines a mark's rises left behind: written again as one line a mark.
+    return grown ? compact_locked() : Status::Ok();
+  });
 }
 
-Status ServedMarks::merge_from_disk_locked() {
-  Result<std::unique_ptr<ServedMarks>> disk = open(path_);
+Status ServedMarks::compact_locked() {
+  // Other processes append too: take in what they wrote, then write the whole file anew.
+  Result<std::unique_ptr<ServedMarks>> disk = read(path_);
   if (!disk.ok()) return disk.status();
   for (const auto& [place, tags] : (*disk)->marks_) {
     for (const auto& [tag, value] : tags) {
@@ -131,8 +161,19 @@ Status ServedMarks::merge_from_disk_locked() {
       slot = std::max(slot, value);
     }
   }
-  // This process's own view of a place's identity wins; one it never saw is taken.
-  for (const auto& [place, identity] : (*disk)->identities_) identities_.emplace(place, identity);
+  // The file's identities are the latest any process recorded; this one's own are in
+  // it already (each change was appended), unless it has none yet.
+  for (const auto& [place, identity] : (*disk)->identities_) identities_[place] = identity;
+  std::string text(kHeader);
+  text += '\n';
+  for (const auto& [place, identity] : identities_) {
+    text += fmt::format("identity {} {}\n", place, identity);
+  }
+  for (const auto& [place, tags] : marks_) {
+    for (const auto& [tag, value] : tags) text += fmt::format("mark {} {} {}\n", place, tag, value);
+  }
+  IDFORGE_RETURN_IF_ERROR(write_file_durably(path_, text));
+  compact_bytes_ = text.size();
   return Status::Ok();
 }
 
@@ -160,7 +201,7 @@ Status ServedMarks::record(std::string_view place, std::string_view tag, uint64_
   if (last <= slot) return Status::Ok();
   const uint64_t before = slot;
   slot = last;
-  Status saved = save_locked();
+  Status saved = append_locked(fmt::format("mark {} {} {}\n", place, tag, last));
   if (!saved.ok()) slot = before;  // not durable: the range must not be used
   return saved;
 }
@@ -180,7 +221,7 @@ Status ServedMarks::record_identity(std::string_view place, std::string_view ide
   if (slot == identity) return Status::Ok();
   const std::string before = slot;
   slot = std::string(identity);
-  Status saved = save_locked();
+  Status saved = append_locked(fmt::format("identity {} {}\n", place, identity));
   if (!saved.ok()) {
     if (before.empty()) {
       identities_.erase(std::string(place));

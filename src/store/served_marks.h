@@ -9,11 +9,13 @@
 // database must still not go back. The file also remembers the identity each place had
 // when this node last saw it (StoreIdentity::current).
 //
-// record() returns only once the new mark is durable: a temporary file, fsync, rename,
-// fsync of the directory; a crash leaves the old or the new file, never a torn one.
-// Several processes may share the file (`idforge serve` and `idforge next --tag` on one
-// data directory): each write holds an flock on PATH.lock and first merges in what the
-// others wrote, so none loses another's marks. A
+// record() returns only once the new mark is durable: it appends one line and fsyncs it,
+// so a range costs the same with ten thousand tags as with one. A line may repeat a
+// mark (the highest counts) or an identity (the last counts); a last line a crash cut
+// short was never acknowledged and is dropped. Now and then the file is written anew,
+// one line a mark (a temporary file, fsync, rename, fsync of the directory). Several
+// processes may share the file (`idforge serve` and `idforge next --tag` on one data
+// directory): every write holds an flock on PATH.lock, so none loses another's marks. A
 // file that cannot be read as marks is an error, never "no marks". An empty path keeps
 // the marks in memory (tests, and callers that have no data directory). Thread-safe.
 #pragma once
@@ -61,17 +63,24 @@ class ServedMarks {
 
  private:
   explicit ServedMarks(std::string path) : path_(std::move(path)) {}
+  // The file as it is (absent: no marks), without mending a torn end (open() does).
+  static Result<std::unique_ptr<ServedMarks>> read(std::string path);
   Status parse(const std::string& text);
-  // Writes the marks, merged with what other processes wrote since (under an flock on
-  // PATH.lock). On failure the caller undoes its change.
-  Status save_locked();
-  Status merge_from_disk_locked();
+  // Appends one change (a line) to the file under an flock on PATH.lock and fsyncs it:
+  // O(1) however many tags there are. The file is written anew (compact_locked) when
+  // it is new, or once the appended lines have made it more than twice its compact size.
+  Status append_locked(const std::string& line);
+  // Writes the whole file anew, merged with what other processes appended (the flock
+  // held).
+  Status compact_locked();
 
   const std::string path_;
   mutable std::mutex mu_;
   // place -> tag -> highest
   std::map<std::string, std::map<std::string, uint64_t, std::less<>>, std::less<>> marks_;
   std::map<std::string, std::string, std::less<>> identities_;  // place -> identity
+  bool torn_ = false;           // the file ended in a line a crash cut short
+  uint64_t compact_bytes_ = 0;  // the file's size when it was last written whole
 };
 
 }  // namespace idforge::store

@@ -86,6 +86,37 @@ TEST_F(StoreGuardTest, TwoProcessesOnOneMarksFileKeepEachOthersMarks) {
   EXPECT_EQ(marks("shared")->highest("0/1", "order"), 500u);
 }
 
+// Recording a range writes one line, however many tags the file holds (it used to write
+// the whole file, so N tags' first ranges cost N^2), and the file is written anew, one
+// line a mark, before the repeated lines make it large.
+TEST_F(StoreGuardTest, ARecordAppendsOneLineAndTheFileStaysCompact) {
+  const fs::path file = dir_ / "many.served";
+  auto m = marks("many");
+  for (int t = 0; t < 5000; ++t) ASSERT_TRUE(m->record("0/1", "tag" + std::to_string(t), 100).ok());
+  const auto before = fs::file_size(file);
+  ASSERT_TRUE(m->record("0/1", "tag42", 200).ok());
+  EXPECT_EQ(fs::file_size(file) - before, std::string("mark 0/1 tag42 200\n").size());
+  for (uint64_t v = 300; v < 30'000; v += 100) ASSERT_TRUE(m->record("0/1", "tag42", v).ok());
+  // ~300 appended lines on top of 5000 marks: never more than twice the compact size
+  // plus the slack.
+  EXPECT_LT(fs::file_size(file), 2 * before + 64 * 1024);
+  auto again = marks("many");
+  EXPECT_EQ(again->highest("0/1", "tag42"), 29'900u);
+  EXPECT_EQ(again->highest("0/1", "tag4999"), 100u);
+}
+
+// A crash in the middle of an append leaves a last line without its newline: it was
+// never acknowledged (record() returns after the fsync), so it is dropped, and the
+// file is written anew so that the next append starts on a line of its own.
+TEST_F(StoreGuardTest, ALastLineACrashCutShortIsDropped) {
+  const fs::path file = dir_ / "torn.served";
+  std::ofstream(file) << "idforge-served-marks 1\nmark 0/1 order 500\nmark 0/1 order 9";
+  auto m = marks("torn");
+  EXPECT_EQ(m->highest("0/1", "order"), 500u);
+  ASSERT_TRUE(m->record("0/1", "order", 600).ok());
+  EXPECT_EQ(marks("torn")->highest("0/1", "order"), 600u);
+}
+
 TEST_F(StoreGuardTest, AMarksFileThatIsNotOneIsAnErrorNotEmpty) {
   for (const std::string text : {"", "garbage\n", "idforge-served-marks 1\nmark 0/1 order x\n",
                                  "idforge-served-marks 1\nmark 0/1 order 99999999999999999999\n",
