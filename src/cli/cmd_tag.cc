@@ -164,13 +164,10 @@ void start_above_fleet_floor(const TagFlags& flags, TagSpec& spec) {
   Status st = floor.status();
   uint64_t highest = 0;
   if (st.ok() && floor->floor) {
-    const size_t count = std::max<size_t>(1, flags.stores.urls.size());
-    for (size_t i = 0; st.ok() && i < count; ++i) {
-      Result<uint64_t> h = floor->floor->highest(
-          store::place_name(static_cast<uint32_t>(i), static_cast<uint32_t>(count)), spec.name);
-      st = h.status();
-      if (h.ok()) highest = std::max(highest, *h);
-    }
+    Result<uint64_t> h = floor->floor->highest_of_tag(
+        spec.name, static_cast<uint32_t>(std::max<size_t>(1, flags.stores.urls.size())));
+    st = h.status();
+    if (h.ok()) highest = *h;
   }
   if (!st.ok()) {
     print_error(

@@ -195,4 +195,15 @@ Result<uint64_t> FleetFloor::highest(std::string_view place, std::string_view ta
   return state.highest();
 }
 
+Result<uint64_t> FleetFloor::highest_of_tag(std::string_view tag, uint32_t stores) {
+  uint64_t top = 0;
+  for (uint32_t i = 0; i < std::max<uint32_t>(stores, 1); ++i) {
+    const std::string place =
+        std::to_string(i) + "/" + std::to_string(std::max<uint32_t>(stores, 1));
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t h, highest(place, tag));
+    top = std::max(top, h);
+  }
+  return top;
+}
+
 }  // namespace idforge

@@ -62,6 +62,9 @@ class FleetFloor {
                          uint64_t last) IDFORGE_EXCLUDES(mu_);
   // The highest number of `tag` at `place` the fleet has taken (0: none).
   Result<uint64_t> highest(std::string_view place, std::string_view tag);
+  // The highest over the places of `stores` striped stores ("0/1" for one store), in the
+  // stores' own numbers: what a tag recreated on them must start above.
+  Result<uint64_t> highest_of_tag(std::string_view tag, uint32_t stores);
   std::string describe() const { return records_.describe(); }
 
   // The record's name: "0-1-order" for tag order at place 0/1.

@@ -235,7 +235,21 @@ Result<Layout> IdService::layout_named(std::string_view name) const {
 }
 
 Result<TagInfo> IdService::create_tag(const TagSpec& spec) {
-  return impl_->segments->create_tag(spec);
+  // As `idforge tag create` does: a tag recreated at or below what the fleet took of it
+  // starts above that (the guard would refuse those ranges anyway, one by one).
+  TagSpec checked = spec;
+  if (FleetFloor* floor = impl_->floor.floor.get(); floor != nullptr && spec.start > 0) {
+    IDFORGE_ASSIGN_OR_RETURN(uint64_t highest,
+                             floor->highest_of_tag(spec.name, impl_->segments->store_count()));
+    if (spec.start <= highest) {
+      checked.start = highest + 1;
+      log::warn("tag.start_moved", {{"tag", spec.name},
+                                    {"start", spec.start},
+                                    {"moved_to", checked.start},
+                                    {"registry", floor->describe()}});
+    }
+  }
+  return impl_->segments->create_tag(checked);
 }
 
 Result<std::vector<TagInfo>> IdService::list_tags() { return impl_->segments->list_tags(); }

@@ -86,6 +86,8 @@ class SegmentPart {
 
   // Admin; may block. They wait for each other, never for or instead of requests.
   Result<TagInfo> create_tag(const TagSpec& spec) IDFORGE_EXCLUDES(admin_mu_, tags_mu_);
+  // How many stores a tag is striped over (1 for one store).
+  uint32_t store_count() const { return static_cast<uint32_t>(stores_.size()); }
   Result<std::vector<TagInfo>> list_tags() IDFORGE_EXCLUDES(admin_mu_);
   Result<TagInfo> set_step(std::string_view tag, uint64_t step)
       IDFORGE_EXCLUDES(admin_mu_, tags_mu_);

@@ -233,5 +233,32 @@ TEST_F(IdServiceTest, RefusesBadSettingsByName) {
   EXPECT_FALSE(IdService::start(c).ok());
 }
 
+// The admin route's create (POST /v1/admin/tags) starts a tag above what the fleet took
+// of it, as `idforge tag create` does: a tag recreated at 1 on a store that lost it.
+TEST_F(IdServiceTest, ATagRecreatedBelowTheFleetFloorStartsAboveIt) {
+  ServiceConfig first = config();
+  first.store_urls = {"sqlite:" + dir_ + "/lost.db"};
+  IdService& a = start(first);
+  TagSpec spec;
+  spec.name = "order";
+  spec.step = 100;
+  ASSERT_TRUE(a.create_tag(spec).ok());
+  std::vector<uint64_t> ids(250);
+  ASSERT_TRUE(a.segment("order", ids).ok());
+  ASSERT_TRUE(a.stop().ok());
+  service_.reset();
+
+  // The same data directory (and so its local: registry's fleet floor), a new store.
+  ServiceConfig second = config();
+  second.store_urls = {"sqlite:" + dir_ + "/fresh.db"};
+  IdService& b = start(second);
+  Result<TagInfo> made = b.create_tag(spec);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  EXPECT_GE(made->max_id, 250u) << "the recreated tag starts at or below what was served";
+  std::vector<uint64_t> next(1);
+  ASSERT_TRUE(b.segment("order", next).ok());
+  EXPECT_GT(next[0], ids.back());
+}
+
 }  // namespace
 }  // namespace idforge::server
