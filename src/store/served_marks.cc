@@ -135,15 +135,22 @@ Status ServedMarks::append_locked(const std::string& line) {
     if (fd < 0 && errno == ENOENT) return compact_locked();  // the first write: the whole file
     if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
     // One line per change, fsynced: O(1) per range however many tags there are.
+    struct stat before {};
     Status st = Status::Ok();
-    if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    if (::fstat(fd, &before) != 0) {
+      st = Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
+    } else if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
       st = Status::IoError(fmt::format("append to {}: {}", path_, text::errno_text()));
     } else if (::fsync(fd) != 0) {
       st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
     }
-    struct stat info {};
-    const bool grown = st.ok() && ::fstat(fd, &info) == 0 &&
-                       static_cast<uint64_t>(info.st_size) > 2 * compact_bytes_ + kCompactSlack;
+    // A line written in part (a full disk) must not run into the next one: cut it off.
+    if (!st.ok() && before.st_size > 0 && ::ftruncate(fd, before.st_size) != 0) {
+      st = Status::IoError(fmt::format("{}; cutting the partial line off failed too: {}",
+                                       st.message(), text::errno_text()));
+    }
+    const bool grown = st.ok() && static_cast<uint64_t>(before.st_size) + line.size() >
+                                      2 * compact_bytes_ + kCompactSlack;
     ::close(fd);
     if (!st.ok()) return st;
     // The lines a mark's rises left behind: written again as one line a mark.
