@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "log/log.h"
 #include "server/id_service.h"
 
 namespace idforge::server {
@@ -258,6 +259,35 @@ TEST_F(IdServiceTest, ATagRecreatedBelowTheFleetFloorStartsAboveIt) {
   std::vector<uint64_t> next(1);
   ASSERT_TRUE(b.segment("order", next).ok());
   EXPECT_GT(next[0], ids.back());
+}
+
+// Where the fleet floor is not, the server says so at start: static: worker ids have no
+// place the fleet shares, and segment.fleet_floor = false turns it off.
+TEST_F(IdServiceTest, StartSaysWhenThereIsNoFleetFloor) {
+  std::vector<std::string> lines;
+  log::set_writer_for_testing(
+      [&lines](log::Level, std::string_view line) { lines.emplace_back(line); });
+  auto logged = [&lines](std::string_view event) {
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(event) != std::string::npos; });
+  };
+  ServiceConfig with_static = config();
+  with_static.registry_url = "static:1/2";
+  start(with_static);
+  EXPECT_TRUE(logged("segment.fleet_floor_none"));
+  service_.reset();
+  lines.clear();
+  ServiceConfig off = config();
+  off.fleet_floor = false;
+  start(off);
+  EXPECT_TRUE(logged("segment.fleet_floor_off"));
+  EXPECT_FALSE(logged("segment.fleet_floor_none"));
+  service_.reset();
+  lines.clear();
+  start(config());  // local: in the data dir
+  EXPECT_TRUE(logged("segment.fleet_floor registry=local:"));
+  service_.reset();
+  log::set_writer_for_testing(nullptr);
 }
 
 }  // namespace
