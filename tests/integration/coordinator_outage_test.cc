@@ -77,14 +77,20 @@ class Loader {
   std::thread thread_;
 };
 
+// A service whose worker ids come from the private etcd `etcd`, named `name`.
+ServiceConfig config_on(const Server& etcd, const std::string& name) {
+  ServiceConfig config;
+  config.data_dir = Services::get().make_dir(name);
+  config.registry_url = etcd.url + "?ttl_ms=" + std::to_string(kTtlMs) + "&cluster=" + name;
+  config.identity = name + "-node";
+  return config;
+}
+
 TEST(CoordinatorOutageTest, FiveSecondsWithoutTheWholeCoordinatorFailNoRequest) {
   auto& sv = Services::get();
   Result<Server> etcd = sv.start_private(ServerKind::kEtcd, "outage-etcd");
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
-  ServiceConfig config;
-  config.data_dir = sv.make_dir("outage-etcd");
-  config.registry_url = etcd->url + "?ttl_ms=" + std::to_string(kTtlMs) + "&cluster=outage";
-  config.identity = "outage-node";
+  ServiceConfig config = config_on(*etcd, "outage");
   Result<std::unique_ptr<IdService>> started = IdService::start(config);
   ASSERT_TRUE(started.ok()) << started.status().to_string();
   IdService& service = **started;
@@ -134,10 +140,7 @@ TEST(CoordinatorOutageTest, SegmentsRideOutFiveSecondsOnlyWithAStepSizedForThem)
   auto& sv = Services::get();
   Result<Server> etcd = sv.start_private(ServerKind::kEtcd, "outage-floor");
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
-  ServiceConfig config;
-  config.data_dir = sv.make_dir("outage-floor");
-  config.registry_url = etcd->url + "?ttl_ms=" + std::to_string(kTtlMs) + "&cluster=floor";
-  config.identity = "outage-floor-node";
+  ServiceConfig config = config_on(*etcd, "outage-floor");
   // The small tag's step stays 100 whatever the traffic (it would grow, and its buffers
   // with it, on a fast machine far enough to ride out part of the outage).
   config.max_step = 100;
