@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-security bench-stores fuzz torture screenshot format clean
+.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-tags bench-security bench-stores fuzz torture screenshot format clean
 
 all: build
 
@@ -86,6 +86,12 @@ bench-floor: build
 	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge_integration_tests
 	@IDFORGE_FLOOR_BENCH_MS=$(FLOOR_MS) build/tests/idforge_integration_tests \
 	  --gtest_filter='FleetFloorCostTest.*'
+
+# One node with 1,000, 10,000 and 50,000 tags: time to every tag's first ID beside the
+# store's own rate, memory, /metrics and /v1/status (docs/benchmarks.md, "Many tags").
+TAGS ?= 1000,10000,50000
+bench-tags: build
+	@bench/load/tags.py --idforge build/idforge --tags $(TAGS)
 
 # TLS against plain TCP, tokens, and small requests' p99 beside maximum batches
 # (docs/benchmarks.md, "Security").

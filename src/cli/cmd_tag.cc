@@ -320,7 +320,8 @@ int run_served(const TagFlags& flags) {
     }
   }
   for (const std::string& server : flags.servers) {
-    Result<HttpGetReply> reply = http_get(server, "/v1/status", std::chrono::seconds(5));
+    Result<HttpGetReply> reply =
+        http_get(server, "/v1/status?tag=" + flags.name, std::chrono::seconds(5));
     Status st = reply.status();
     if (st.ok() && reply->status != 200) {
       st = Status::Unavailable(fmt::format("{}: /v1/status answered {}", server, reply->status));

@@ -236,6 +236,13 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return std::string(c.service.fleet_floor ? "true" : "false"); },
      {},
      "stores.md#the-fleet-floor"},
+    {{"segment.tag_detail_limit", "IDFORGE_TAG_DETAIL_LIMIT", "--tag-detail-limit", "N", "1000",
+      "Tags shown one by one in /metrics and /v1/status. Past it /metrics gives one series over "
+      "all tags (sums, the emptiest buffer, the slowest refill) and /v1/status lists the first N "
+      "by name; /v1/status?tag=NAME shows any one. 0: never per tag"},
+     {Kind::kUint, 0, 10'000'000},
+     [](ServeConfig& c, Value& v) { c.service.tag_detail_limit = static_cast<size_t>(v.number); },
+     [](const ServeConfig& c) { return num(c.service.tag_detail_limit); }},
     {{"segment.serial_zone", "IDFORGE_SERIAL_ZONE", "--serial-zone", "ZONE", "",
       "Time zone of the dates in serial numbers: UTC, +08:00 or an IANA name (Asia/Shanghai, "
       "from /usr/share/zoneinfo)"},

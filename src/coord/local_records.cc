@@ -1,12 +1,16 @@
 #include "coord/local_records.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "core/text.h"
@@ -15,70 +19,234 @@
 namespace idforge::coord {
 namespace {
 
+constexpr std::string_view kHeader = "idforge fleet records 1\n";
+// The log is written anew once its appended lines make it this much more than twice its
+// compact size: one line per change, a whole rewrite only now and then.
+constexpr uint64_t kCompactSlack = 64 * 1024;
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 class LocalRecords final : public FleetRecords {
  public:
   LocalRecords(std::string dir, std::string described)
-      : dir_(std::move(dir) + "/fleet"), described_(std::move(described)) {}
+      : dir_(std::move(dir)), path_(dir_ + "/fleet-records"), described_(std::move(described)) {}
 
   Result<FleetRecord> read(std::string_view name) override {
     IDFORGE_RETURN_IF_ERROR(check_record_name(name));
-    return read_file(path_of(name));
+    std::lock_guard guard(mu_);
+    IDFORGE_RETURN_IF_ERROR(with_flock(LOCK_SH, [&] { return refresh_locked(); }));
+    auto it = records_.find(name);
+    if (it == records_.end()) return FleetRecord{};
+    return FleetRecord{true, it->second};
   }
 
   Result<bool> replace(std::string_view name, const FleetRecord& expected, std::string_view value,
                        FleetRecord* now) override {
     IDFORGE_RETURN_IF_ERROR(check_record_name(name));
-    IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "fleet records directory"));
-    const std::string lock_path = dir_ + "/.lock";
-    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock < 0) {
-      return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
+    if (value.find('\n') != std::string_view::npos) {
+      return Status::InvalidArgument("a fleet record's value is one line");
     }
-    Result<bool> out = replace_locked(lock, path_of(name), expected, value, now);
-    ::close(lock);  // drops the flock
-    return out;
+    std::lock_guard guard(mu_);
+    bool replaced = false;
+    IDFORGE_RETURN_IF_ERROR(with_flock(LOCK_EX, [&]() -> Status {
+      IDFORGE_RETURN_IF_ERROR(refresh_locked());
+      FleetRecord current;
+      if (auto it = records_.find(name); it != records_.end()) current = {true, it->second};
+      if (!(current == expected)) {
+        *now = std::move(current);
+        return Status::Ok();
+      }
+      IDFORGE_RETURN_IF_ERROR(append_locked(name, value));
+      replaced = true;
+      return Status::Ok();
+    }));
+    return replaced;
   }
 
   std::string describe() const override { return described_; }
 
  private:
-  std::string path_of(std::string_view name) const { return dir_ + "/" + std::string(name); }
-
-  Result<bool> replace_locked(int lock, const std::string& path, const FleetRecord& expected,
-                              std::string_view value, FleetRecord* now) {
-    while (::flock(lock, LOCK_EX) != 0) {
-      if (errno != EINTR)
-        return Status::IoError(fmt::format("lock {}/.lock: {}", dir_, text::errno_text()));
+  // Runs fn under an flock of DIR/fleet-records.lock (the log itself is replaced by
+  // compaction, so it cannot carry the lock).
+  template <typename Fn>
+  Status with_flock(int how, Fn fn) {
+    const std::string lock_path = path_ + ".lock";
+    Fd lock{::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
+    if (lock.fd < 0 && errno == ENOENT && how == LOCK_SH) {
+      return fn();  // no directory yet, so no log: a read creates nothing
     }
-    IDFORGE_ASSIGN_OR_RETURN(FleetRecord current, read_file(path));
-    if (!(current == expected)) {
-      *now = std::move(current);
-      return false;
+    if (lock.fd < 0 && errno == ENOENT) {
+      IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
+      lock.fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     }
-    IDFORGE_RETURN_IF_ERROR(store::write_file_durably(path, std::string(value) + "\n"));
-    return true;
+    if (lock.fd < 0) {
+      return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
+    }
+    while (::flock(lock.fd, how) != 0) {
+      if (errno != EINTR) {
+        return Status::IoError(fmt::format("lock {}: {}", lock_path, text::errno_text()));
+      }
+    }
+    return fn();  // closing the descriptor drops the flock
   }
 
-  static Result<FleetRecord> read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      if (errno == ENOENT) return FleetRecord{};
-      return Status::IoError(fmt::format("open {}: {}", path, text::errno_text()));
+  // Takes in what other processes appended since the last look; everything again when
+  // one of them wrote the log anew.
+  Status refresh_locked() {
+    Fd in{::open(path_.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (in.fd < 0 && errno == ENOENT) {
+      if (exists_) return Status::IoError(fmt::format("{} disappeared", path_));
+      if (!imported_) {
+        imported_ = true;
+        return import_old_files();
+      }
+      return Status::Ok();
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return Status::IoError(fmt::format("read {}", path));
-    std::string value = text.str();
-    if (value.empty() || value.back() != '\n') {
+    if (in.fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
+    struct stat st {};
+    if (::fstat(in.fd, &st) != 0) {
+      return Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
+    }
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (!exists_ || st.st_ino != inode_ || size < offset_) {
+      records_.clear();
+      offset_ = 0;
+      inode_ = st.st_ino;
+      exists_ = true;
+      compact_bytes_ = size;
+    }
+    torn_ = false;
+    if (size == offset_) return Status::Ok();
+    std::string tail(size - offset_, '\0');
+    size_t got = 0;
+    while (got < tail.size()) {
+      const ssize_t n =
+          ::pread(in.fd, tail.data() + got, tail.size() - got, static_cast<off_t>(offset_ + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::IoError(fmt::format("read {}: {}", path_, text::errno_text()));
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    tail.resize(got);
+    // A last line without its newline is an append a crash cut short: never answered,
+    // so never counted; the next append writes over it.
+    size_t at = 0;
+    for (size_t end; (end = tail.find('\n', at)) != std::string::npos; at = end + 1) {
+      IDFORGE_RETURN_IF_ERROR(take_line(std::string_view(tail).substr(at, end - at)));
+      offset_ += end + 1 - at;
+    }
+    torn_ = at < tail.size();
+    return Status::Ok();
+  }
+
+  Status take_line(std::string_view line) {
+    if (offset_ == 0) {
+      if (line != kHeader.substr(0, kHeader.size() - 1)) {
+        return Status::InvalidArgument(
+            fmt::format("{} does not start with '{}': it was not written by idforge", path_,
+                        kHeader.substr(0, kHeader.size() - 1)));
+      }
+      return Status::Ok();
+    }
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos || !check_record_name(line.substr(0, space)).ok()) {
       return Status::InvalidArgument(
-          fmt::format("{} is cut short (no final newline): it was not written by idforge", path));
+          fmt::format("{} at byte {}: '{}' is not a fleet record line", path_, offset_, line));
     }
-    value.pop_back();
-    return FleetRecord{true, std::move(value)};
+    records_[std::string(line.substr(0, space))] = std::string(line.substr(space + 1));
+    return Status::Ok();
+  }
+
+  // One fsynced line per change; a line written in part is cut off again.
+  Status append_locked(std::string_view name, std::string_view value) {
+    if (!exists_) {
+      records_[std::string(name)] = std::string(value);
+      return compact_locked();
+    }
+    Fd out{::open(path_.c_str(), O_WRONLY | O_CLOEXEC)};
+    if (out.fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
+    const std::string line = fmt::format("{} {}\n", name, value);
+    Status st = Status::Ok();
+    if (torn_ && ::ftruncate(out.fd, static_cast<off_t>(offset_)) != 0) {
+      st = Status::IoError(fmt::format("truncate {}: {}", path_, text::errno_text()));
+    } else if (::pwrite(out.fd, line.data(), line.size(), static_cast<off_t>(offset_)) !=
+               static_cast<ssize_t>(line.size())) {
+      st = Status::IoError(fmt::format("append to {}: {}", path_, text::errno_text()));
+    } else if (::fsync(out.fd) != 0) {
+      st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
+    }
+    if (!st.ok()) {
+      (void)::ftruncate(out.fd, static_cast<off_t>(offset_));
+      return st;
+    }
+    offset_ += line.size();
+    torn_ = false;
+    records_[std::string(name)] = std::string(value);
+    if (offset_ > 2 * compact_bytes_ + kCompactSlack) return compact_locked();
+    return Status::Ok();
+  }
+
+  // The log written anew: one line per record.
+  Status compact_locked() {
+    std::string whole(kHeader);
+    for (const auto& [name, value] : records_) whole += fmt::format("{} {}\n", name, value);
+    IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
+    IDFORGE_RETURN_IF_ERROR(store::write_file_durably(path_, whole));
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) {
+      return Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
+    }
+    exists_ = true;
+    inode_ = st.st_ino;
+    offset_ = whole.size();
+    compact_bytes_ = whole.size();
+    torn_ = false;
+    return Status::Ok();
+  }
+
+  // Data directories from before the log kept one file per record in DIR/fleet: taken
+  // in, so the first write carries them into the log.
+  Status import_old_files() {
+    const std::string old_dir = dir_ + "/fleet";
+    DIR* d = ::opendir(old_dir.c_str());
+    if (d == nullptr) return Status::Ok();
+    Status st = Status::Ok();
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (!check_record_name(name).ok() || name.ends_with(".tmp")) continue;
+      std::ifstream in(old_dir + "/" + name, std::ios::binary);
+      std::ostringstream value;
+      value << in.rdbuf();
+      std::string v = value.str();
+      if (!in || v.empty() || v.back() != '\n') {
+        st =
+            Status::InvalidArgument(fmt::format("{}/{} is cut short or unreadable", old_dir, name));
+        break;
+      }
+      v.pop_back();
+      records_[name] = std::move(v);
+    }
+    ::closedir(d);
+    return st;
   }
 
   const std::string dir_;
+  const std::string path_;
   const std::string described_;
+  std::mutex mu_;  // the fields below; held around the flock
+  std::map<std::string, std::string, std::less<>> records_;
+  bool exists_ = false;         // the log has been seen
+  bool imported_ = false;       // DIR/fleet was looked at
+  ino_t inode_ = 0;             // of the log last read: another inode means it was rewritten
+  uint64_t offset_ = 0;         // bytes of whole lines taken in
+  bool torn_ = false;           // the log goes on past offset_ with a line cut short
+  uint64_t compact_bytes_ = 0;  // its size when last written whole
 };
 
 }  // namespace

@@ -26,6 +26,7 @@ Result<RegistryFloor> open_registry_floor(const std::string& url, const std::str
   out.registry = std::move(registry).value();
   if (FleetRecords* records = out.registry->fleet_records()) {
     out.floor = std::make_unique<FleetFloor>(*records);
+    out.on_this_host = used.starts_with("local:");
   }
   return out;
 }

@@ -15,6 +15,9 @@ namespace idforge::coord {
 struct RegistryFloor {
   std::unique_ptr<WorkerRegistry> registry;
   std::unique_ptr<FleetFloor> floor;  // null: the registry has no shared place (static:)
+  // The records are files on this host (local:): they fail and survive with the data
+  // directory, so the node's own served marks need no fsync of their own.
+  bool on_this_host = false;
 };
 
 // The registry `url` (empty: local:DATA_DIR/workers, as `idforge serve` uses) opened for

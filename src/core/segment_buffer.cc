@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
+#include <thread>
 
 #include "segment_buffer_impl.h"
 
@@ -52,14 +54,11 @@ SegmentBufferImpl::SegmentBufferImpl(RangeSource* source, SegmentBufferOptions o
       step_(options_.min_step) {}
 
 SegmentBufferImpl::~SegmentBufferImpl() {
-  std::thread fetcher;
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    fetcher = std::move(fetcher_);
-  }
+  std::unique_lock lock(mu_);
+  stopping_ = true;
   cv_.notify_all();
-  if (fetcher.joinable()) fetcher.join();
+  // A fetch under way still uses this buffer: wait for its last step (under mu_).
+  cv_.wait(lock, [this] { return !fetching_; });
 }
 
 bool SegmentBufferImpl::try_take(uint64_t want, Take* out) {
@@ -184,10 +183,18 @@ void SegmentBufferImpl::start_fetch_locked() {
   if (Steady::now() < retry_at_) return;  // back off after a failed allocation
   fetching_ = true;
   const uint64_t step = next_step_locked(clock_->now_ms());
-  // The previous fetch has cleared fetching_ under the lock and is about to return, so
-  // joining it here is short and cannot deadlock.
-  if (fetcher_.joinable()) fetcher_.join();
-  fetcher_ = std::thread([this, step] { fetch_once(step); });
+  // A detached thread per fetch: a joinable one would keep its stack (two mappings and
+  // the pages it touched) until the next fetch, for every tag ever served. The
+  // destructor waits for fetching_ instead of a join.
+  try {
+    std::thread([this, step] { fetch_once(step); }).detach();
+  } catch (const std::system_error& e) {  // out of threads: a failed fetch, retried later
+    fetching_ = false;
+    fetch_failures_.fetch_add(1, std::memory_order_relaxed);
+    last_error_ = Status::Unavailable(std::string("cannot start a segment fetch: ") + e.what());
+    retry_at_ = Steady::now() + std::chrono::milliseconds(100);
+    cv_.notify_all();
+  }
 }
 
 // Leaf's rule: a segment that lasted under grow_below_ms doubles the step, one over

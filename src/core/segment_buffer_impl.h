@@ -80,8 +80,7 @@ class SegmentBufferImpl final : public SegmentBuffer {
   // fetch thread can touch them without it).
   alignas(64) mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::thread fetcher_;
-  bool fetching_ = false;
+  bool fetching_ = false;  // a fetch thread is running; it clears this as its last step
   bool stopping_ = false;
   bool next_ready_ = false;   // the slot of generation current_gen_ + 1 is filled
   uint64_t current_gen_ = 0;  // the generation the cursor points at

@@ -1,5 +1,6 @@
 #include "server/http_json.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -118,8 +119,15 @@ std::string decode_json(const Layout& layout, const DecodedId& decoded) {
 
 std::string lease_json(const ServiceStatus& status) { return dump(lease_object(status)); }
 
-std::string status_json(IdService& service) {
+std::string status_json(IdService& service, std::string_view only_tag) {
   const ServiceStatus s = service.status();
+  // segment.tag_detail_limit bounds the lists, unless one tag is asked for.
+  const size_t limit =
+      only_tag.empty() ? service.config().tag_detail_limit : std::numeric_limits<size_t>::max();
+  auto shown = [&](std::string_view tag, size_t* matching) {
+    if (!only_tag.empty() && tag != only_tag) return false;
+    return (*matching)++ < limit;
+  };
   const Metrics& metrics = service.metrics();
   Json json;
   json["version"] = IDFORGE_VERSION;
@@ -134,7 +142,9 @@ std::string status_json(IdService& service) {
   json["clock"]["reservation_error"] = s.reservation_error;
   json["fenced"] = s.fenced;
   Json tags = Json::array();
+  size_t tags_total = 0;
   for (const TagStatus& tag : s.tags) {
+    if (!shown(tag.tag, &tags_total)) continue;
     Json item;
     item["tag"] = tag.tag;
     item["step"] = tag.stats.step;
@@ -168,13 +178,17 @@ std::string status_json(IdService& service) {
   }
   // Strings, like IDs everywhere in our JSON: JavaScript loses integers above 2^53.
   Json served = Json::array();
+  size_t served_total = 0;
   for (const auto& m : s.served) {
+    if (!shown(m.tag, &served_total)) continue;
     served.push_back({{"tag", m.tag}, {"place", m.place}, {"highest", std::to_string(m.highest)}});
   }
   json["served"] = std::move(served);
+  json["served_total"] = served_total;
   json["segments"] = {{"ok", s.segments_ok},
                       {"error", s.segments_error},
                       {"tags", std::move(tags)},
+                      {"tags_total", tags_total},
                       {"stores", std::move(stores)}};
   auto part = [](const PartReadiness& r) { return Json{{"ready", r.ready}, {"why", r.why}}; };
   json["ready"] = {{"snowflake", part(s.snowflake_ready)}, {"segments", part(s.segments_ready)}};

@@ -22,7 +22,9 @@ namespace idforge::server {
 std::string decode_json(const Layout& layout, const DecodedId& decoded);
 
 // The live status of GET /v1/status.
-std::string status_json(IdService& service);
+// /v1/status. Tags and served marks are listed up to segment.tag_detail_limit (with
+// their totals beside); `only_tag`, when not empty, lists that tag's only.
+std::string status_json(IdService& service, std::string_view only_tag = {});
 // The "lease" object of the status, alone (GET /v1/admin/worker).
 std::string lease_json(const ServiceStatus& status);
 

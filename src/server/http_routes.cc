@@ -226,7 +226,16 @@ RouteOutcome compose(Call& c) {
 
 // --- status, metrics, health ---
 
-RouteOutcome status(Call& c) { return reply(c, 200, kJsonType, status_json(c.service)); }
+// ?tag=NAME: that tag's buffers and served marks only, however many tags there are.
+RouteOutcome status(Call& c) {
+  Result<std::string_view> tag = param(c.s.query, "tag");
+  if (!tag.ok()) return fail(c, tag.status());
+  if (!tag->empty()) {
+    Status valid = validate_tag_name(*tag);
+    if (!valid.ok()) return fail(c, valid);
+  }
+  return reply(c, 200, kJsonType, status_json(c.service, *tag));
+}
 
 RouteOutcome metrics(Call& c) {
   return reply(c, 200, "text/plain; version=0.0.4", c.service.metrics().render(c.service));

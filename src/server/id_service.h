@@ -80,6 +80,9 @@ struct ServiceConfig {
   // Record each range in the worker registry's fleet floor before use (core/fleet_floor.h).
   bool fleet_floor = true;
   std::string serial_zone;  // time zone of serial dates; empty: UTC
+  // Tags shown one by one in /metrics and /v1/status. Past it, /metrics gives one series
+  // over all tags and /v1/status lists the first this many by name (?tag= shows any).
+  size_t tag_detail_limit = 1000;
   std::string admin_token;  // empty: admin routes are off
   // The MySQL database whose tiny_id_token table holds the tokens of the Tinyid routes
   // (/tinyid/id/...); empty: those routes refuse every token, as Tinyid with no tokens.

@@ -368,40 +368,82 @@ std::string Metrics::render(const IdService& service) const {
                      st.guard.*counter.field);
     }
   }
-  header(out, "idforge_segment_buffer_fill", "gauge",
-         "Share of a tag's current segment still unused (buffer=\"current\") and whether the "
-         "next segment is loaded (buffer=\"next\").");
-  for (const TagStatus& t : s.tags) {
-    const double left = t.stats.current_count == 0
-                            ? 0.0
-                            : static_cast<double>(t.stats.current_count - t.stats.current_used) /
-                                  static_cast<double>(t.stats.current_count);
-    fmt::format_to(to(), "idforge_segment_buffer_fill{{tag=\"{}\",buffer=\"current\"}} {}\n", t.tag,
-                   left);
-    fmt::format_to(to(), "idforge_segment_buffer_fill{{tag=\"{}\",buffer=\"next\"}} {}\n", t.tag,
-                   t.stats.next_ready ? 1 : 0);
-  }
-  header(out, "idforge_segment_refill_latency_ms", "gauge",
-         "How long the tag's last segment allocation took.");
-  for (const TagStatus& t : s.tags) {
-    fmt::format_to(to(), "idforge_segment_refill_latency_ms{{tag=\"{}\"}} {}\n", t.tag,
-                   t.stats.last_fetch_ms);
-  }
-  header(out, "idforge_segment_fetches_total", "counter", "Segments allocated, by tag.");
-  for (const TagStatus& t : s.tags) {
-    fmt::format_to(to(), "idforge_segment_fetches_total{{tag=\"{}\"}} {}\n", t.tag,
-                   t.stats.fetches);
-  }
-  header(out, "idforge_segment_fetch_failures_total", "counter",
-         "Segment allocations that failed, by tag.");
-  for (const TagStatus& t : s.tags) {
-    fmt::format_to(to(), "idforge_segment_fetch_failures_total{{tag=\"{}\"}} {}\n", t.tag,
-                   t.stats.fetch_failures);
-  }
-  header(out, "idforge_segment_waits_total", "counter",
-         "Requests that waited because both of the tag's buffers were empty.");
-  for (const TagStatus& t : s.tags) {
-    fmt::format_to(to(), "idforge_segment_waits_total{{tag=\"{}\"}} {}\n", t.tag, t.stats.waits);
+  // Per tag while the node has served at most segment.tag_detail_limit tags; past it
+  // one series without the tag label per metric (sums, the emptiest buffer, the slowest
+  // refill), so /metrics stays small however many tags a fleet runs.
+  header(out, "idforge_segment_tags", "gauge", "Tags this node has buffers for.");
+  sample(out, "idforge_segment_tags", s.tags.size());
+  const bool per_tag = s.tags.size() <= service.config().tag_detail_limit;
+  struct TagSeries {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const TagStatus&);
+    bool sum;  // past the limit: the sum over tags, or else the most of them
+  };
+  constexpr auto fill_left = [](const TagStatus& t) {
+    return t.stats.current_count == 0
+               ? 0.0
+               : static_cast<double>(t.stats.current_count - t.stats.current_used) /
+                     static_cast<double>(t.stats.current_count);
+  };
+  const TagSeries series[] = {
+      {"idforge_segment_buffer_fill", "gauge",
+       "Share of a tag's current segment still unused (buffer=\"current\") and whether the "
+       "next segment is loaded (buffer=\"next\"); past the tag detail limit, the emptiest tag's of "
+       "those without a next segment, else of all.",
+       nullptr, false},
+      {"idforge_segment_refill_latency_ms", "gauge",
+       "How long the tag's last segment allocation took; past the tag detail limit, the slowest "
+       "tag's.",
+       [](const TagStatus& t) { return static_cast<double>(t.stats.last_fetch_ms); }, false},
+      {"idforge_segment_fetches_total", "counter", "Segments allocated, by tag.",
+       [](const TagStatus& t) { return static_cast<double>(t.stats.fetches); }, true},
+      {"idforge_segment_fetch_failures_total", "counter",
+       "Segment allocations that failed, by tag.",
+       [](const TagStatus& t) { return static_cast<double>(t.stats.fetch_failures); }, true},
+      {"idforge_segment_waits_total", "counter",
+       "Requests that waited because both of the tag's buffers were empty.",
+       [](const TagStatus& t) { return static_cast<double>(t.stats.waits); }, true},
+  };
+  for (const TagSeries& ts : series) {
+    header(out, ts.name, ts.type, ts.help);
+    if (ts.value == nullptr) {  // the fill gauge: two series a tag
+      if (per_tag) {
+        for (const TagStatus& t : s.tags) {
+          fmt::format_to(to(), "{}{{tag=\"{}\",buffer=\"current\"}} {}\n", ts.name, t.tag,
+                         fill_left(t));
+          fmt::format_to(to(), "{}{{tag=\"{}\",buffer=\"next\"}} {}\n", ts.name, t.tag,
+                         t.stats.next_ready ? 1 : 0);
+        }
+      } else {
+        // The emptiest tag without a next segment, or, when every tag has one, the
+        // emptiest tag: IdforgeSegmentBufferLow then fires exactly when it would for
+        // some tag's own series.
+        double least_waiting = 2.0;
+        double least = 1.0;
+        for (const TagStatus& t : s.tags) {
+          least = std::min(least, fill_left(t));
+          if (!t.stats.next_ready) least_waiting = std::min(least_waiting, fill_left(t));
+        }
+        const bool waiting = least_waiting <= 1.0;
+        fmt::format_to(to(), "{}{{buffer=\"current\"}} {}\n", ts.name,
+                       waiting ? least_waiting : least);
+        fmt::format_to(to(), "{}{{buffer=\"next\"}} {}\n", ts.name, waiting ? 0 : 1);
+      }
+      continue;
+    }
+    if (per_tag) {
+      for (const TagStatus& t : s.tags) {
+        fmt::format_to(to(), "{}{{tag=\"{}\"}} {}\n", ts.name, t.tag, ts.value(t));
+      }
+      continue;
+    }
+    double total = 0;
+    for (const TagStatus& t : s.tags) {
+      total = ts.sum ? total + ts.value(t) : std::max(total, ts.value(t));
+    }
+    fmt::format_to(to(), "{} {}\n", ts.name, total);
   }
   header(out, "idforge_uptime_seconds", "gauge", "Seconds since the service started.");
   sample(out, "idforge_uptime_seconds", static_cast<double>(s.uptime_ms) / 1000.0);

@@ -64,8 +64,6 @@ SegmentPart::SegmentPart(std::vector<store::OpenedStore> stores,
                          std::unique_ptr<store::ServedMarks> marks, SegmentPartOptions options)
     : marks_(std::move(marks)), stores_(std::move(stores)), options_(options) {
   for (size_t i = 0; i < stores_.size(); ++i) health_.push_back(std::make_unique<StoreHealth>());
-  MutexLock lock(tags_mu_);
-  publish_locked(TagMap{});
 }
 
 std::unique_ptr<SegmentPart> SegmentPart::start(std::vector<store::OpenedStore> stores,
@@ -237,16 +235,7 @@ PartReadiness SegmentPart::readiness() const {
 
 // --- tags ---
 
-void SegmentPart::publish_locked(TagMap next) {
-  maps_.push_back(std::make_unique<TagMap>(std::move(next)));
-  tags_.store(maps_.back().get(), std::memory_order_release);
-}
-
-SegmentPart::TagEntry* SegmentPart::find(std::string_view tag) const {
-  const TagMap* map = tags_.load(std::memory_order_acquire);
-  auto it = map->find(tag);
-  return it == map->end() ? nullptr : it->second;
-}
+SegmentPart::TagEntry* SegmentPart::find(std::string_view tag) const { return index_.find(tag); }
 
 Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::string& name) {
   // A striped store the prober knows is down (one that hangs, say) is asked last, so a
@@ -304,18 +293,16 @@ Result<SegmentPart::TagEntry*> SegmentPart::entry_for(std::string_view tag) {
       result = made.status();
     } else {
       MutexLock lock(tags_mu_);
-      TagMap next = *tags_.load(std::memory_order_acquire);
       // A load that began before set_step dropped the tag may race a newer one: the
       // entry published first is the one every request uses.
-      if (auto it = next.find(name); it != next.end()) {
-        result = it->second;
+      if (TagEntry* published = index_.find(name)) {
+        result = published;
       } else if (steps_changed_.load(std::memory_order_acquire) != steps_seen) {
         entries_.push_back(std::move(made).value());  // this request only; kept alive
         result = entries_.back().get();
       } else {
-        next[name] = made->get();
         entries_.push_back(std::move(made).value());
-        publish_locked(std::move(next));
+        index_.set(name, entries_.back().get());
         result = entries_.back().get();
       }
     }
@@ -370,8 +357,11 @@ Result<std::string> SegmentPart::serial(std::string_view tag, int64_t unix_ms,
 
 std::vector<TagStatus> SegmentPart::tags() const {
   std::vector<TagStatus> out;
-  const TagMap* map = tags_.load(std::memory_order_acquire);
-  for (const auto& [name, entry] : *map) out.push_back({name, entry->buffer->stats()});
+  index_.for_each([&out](const std::string& name, TagEntry* entry) {
+    out.push_back({name, entry->buffer->stats()});
+  });
+  std::sort(out.begin(), out.end(),
+            [](const TagStatus& a, const TagStatus& b) { return a.tag < b.tag; });
   return out;
 }
 
@@ -439,12 +429,8 @@ Result<TagInfo> SegmentPart::set_step(std::string_view tag, uint64_t step) {
   // flight finish on it) so the next request builds one with the new step.
   {
     MutexLock lock(tags_mu_);
-    TagMap next = *tags_.load(std::memory_order_acquire);
     steps_changed_.fetch_add(1, std::memory_order_acq_rel);
-    if (auto it = next.find(tag); it != next.end()) {
-      next.erase(it);
-      publish_locked(std::move(next));
-    }
+    index_.set(tag, nullptr);
   }
   return stores_.front().store->get_tag(tag);
 }

@@ -3,10 +3,10 @@
 // only the requests that need that store's answer: not Snowflake (another part), not
 // the other stores' probes, not tags already buffered, not the loading of other tags.
 //
-// Tag lookups go through a map published by pointer: requests read it without a lock;
-// a writer copies it. Every map and entry lives until the part ends, so a reader's
-// pointer never dangles. The stores are thread-safe (segment_store.h) and the list of
-// them never changes after start, so no lock guards them.
+// Tag lookups go through a TagIndex: requests read it without a lock; writers take
+// tags_mu_. Every entry lives until the part ends, so a reader's pointer never dangles. The stores
+// are thread-safe (segment_store.h) and the list of them never changes after start, so no lock
+// guards them.
 //
 // Locks, in the order they may be taken (never the other way round):
 //   1. admin_mu_      serializes the admin calls (create_tag, set_step, list_tags)
@@ -15,7 +15,7 @@
 //   2. TagLoad::mu    one per tag being loaded, held across that tag's store round
 //                     trips only: a second request for the same tag waits for the first
 //                     load instead of repeating it; other tags do not wait.
-//   3. tags_mu_       the published maps, the entries and the loads under way; held
+//   3. tags_mu_       the index's writers, the entries and the loads under way; held
 //                     only to copy or insert, never across a store call.
 //   3. StoreHealth::mu one store's last probe result; a leaf.
 //   3. run_mu_        stopping_ and the "probe now" counter the prober threads wait on;
@@ -43,6 +43,7 @@
 #include "idforge/time_zone.h"
 #include "log/repeats.h"
 #include "server/id_service.h"
+#include "server/tag_index.h"
 #include "store/store_set.h"
 
 namespace idforge::server {
@@ -111,7 +112,6 @@ class SegmentPart {
     std::unique_ptr<SegmentBuffer> buffer;
     std::optional<SerialTemplate> serial;  // when the tag has a template
   };
-  using TagMap = std::map<std::string, TagEntry*, std::less<>>;
   // One load of one tag under way; see the lock order above.
   struct TagLoad {
     Mutex mu;
@@ -136,7 +136,6 @@ class SegmentPart {
   // Builds a tag's source, buffer and template from the stores. The one place that
   // calls store::tag_source. No lock of this part is held.
   Result<std::unique_ptr<TagEntry>> load_tag(const std::string& name) IDFORGE_EXCLUDES(tags_mu_);
-  void publish_locked(TagMap next) IDFORGE_REQUIRES(tags_mu_);
 
   // The one per-store probe: asks store `index` a question and records the answer.
   void probe_store(size_t index);
@@ -156,10 +155,9 @@ class SegmentPart {
   std::vector<std::unique_ptr<StoreHealth>> health_;  // one per store, same order
   const SegmentPartOptions options_;
 
-  std::atomic<const TagMap*> tags_{nullptr};
   std::atomic<uint64_t> steps_changed_{0};  // set_step calls so far
   mutable Mutex tags_mu_;
-  std::vector<std::unique_ptr<TagMap>> maps_ IDFORGE_GUARDED_BY(tags_mu_);
+  TagIndex<TagEntry> index_;  // read without a lock; set() under tags_mu_
   std::vector<std::unique_ptr<TagEntry>> entries_ IDFORGE_GUARDED_BY(tags_mu_);
   std::map<std::string, std::shared_ptr<TagLoad>, std::less<>> loads_ IDFORGE_GUARDED_BY(tags_mu_);
 

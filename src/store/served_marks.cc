@@ -128,7 +128,7 @@ Status ServedMarks::parse(const std::string& text) {
   return Status::Ok();
 }
 
-Status ServedMarks::append_locked(const std::string& line) {
+Status ServedMarks::append_locked(const std::string& line, bool sync) {
   if (path_.empty()) return Status::Ok();
   return with_file_lock(path_, [&]() -> Status {
     const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -141,7 +141,7 @@ Status ServedMarks::append_locked(const std::string& line) {
       st = Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
     } else if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
       st = Status::IoError(fmt::format("append to {}: {}", path_, text::errno_text()));
-    } else if (::fsync(fd) != 0) {
+    } else if (sync && ::fsync(fd) != 0) {
       st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
     }
     // A line written in part (a full disk) must not run into the next one: cut it off.
@@ -208,7 +208,7 @@ Status ServedMarks::record(std::string_view place, std::string_view tag, uint64_
   if (last <= slot) return Status::Ok();
   const uint64_t before = slot;
   slot = last;
-  Status saved = append_locked(fmt::format("mark {} {} {}\n", place, tag, last));
+  Status saved = append_locked(fmt::format("mark {} {} {}\n", place, tag, last), mark_fsync_);
   if (!saved.ok()) slot = before;  // not durable: the range must not be used
   return saved;
 }

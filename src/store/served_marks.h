@@ -45,8 +45,14 @@ class ServedMarks {
   uint64_t highest(std::string_view place, std::string_view tag) const;
   // Every tag's highest number served from `place`.
   std::map<std::string, uint64_t, std::less<>> of_place(std::string_view place) const;
-  // Raises the mark of (place, tag) to `last` (never lowers it); durable on return.
+  // Raises the mark of (place, tag) to `last` (never lowers it); durable on return
+  // unless set_mark_fsync(false).
   Status record(std::string_view place, std::string_view tag, uint64_t last);
+  // false: record() writes its line without an fsync. Only for a node whose fleet floor
+  // is kept on this host (local:): the floor's record of every range is fsynced before
+  // the range is used, and a crash that loses a mark's line keeps that record, which is
+  // at least as high. Identities are always fsynced. Set before the marks are shared.
+  void set_mark_fsync(bool on) { mark_fsync_ = on; }
 
   // The identity `place` had when this node last saw it ("" when never).
   std::string seen_identity(std::string_view place) const;
@@ -69,12 +75,14 @@ class ServedMarks {
   // Appends one change (a line) to the file under an flock on PATH.lock and fsyncs it:
   // O(1) however many tags there are. The file is written anew (compact_locked) when
   // it is new, or once the appended lines have made it more than twice its compact size.
-  Status append_locked(const std::string& line);
+  // With `sync` false the line is written, not fsynced.
+  Status append_locked(const std::string& line, bool sync = true);
   // Writes the whole file anew, merged with what other processes appended (the flock
   // held).
   Status compact_locked();
 
   const std::string path_;
+  bool mark_fsync_ = true;
   mutable std::mutex mu_;
   // place -> tag -> highest
   std::map<std::string, std::map<std::string, uint64_t, std::less<>>, std::less<>> marks_;

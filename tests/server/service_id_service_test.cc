@@ -1,16 +1,23 @@
 // IdService against a real SQLite store and a real local registry in a temporary
-// directory: what both front ends rely on.
+// directory: what both front ends rely on, including many tags (what bounds /metrics and
+// /v1/status past segment.tag_detail_limit) and why the node's served marks need no fsync
+// of their own when the fleet floor is kept on this host.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "log/log.h"
+#include "server/http_json.h"
 #include "server/id_service.h"
+#include "store/store_set.h"
 
 namespace idforge::server {
 namespace {
@@ -288,6 +295,90 @@ TEST_F(IdServiceTest, StartSaysWhenThereIsNoFleetFloor) {
   EXPECT_TRUE(logged("segment.fleet_floor registry=local:"));
   service_.reset();
   log::set_writer_for_testing(nullptr);
+}
+
+// A tag of step 100 starting at 1, made through the service.
+void create_tag(IdService& s, const std::string& tag) {
+  TagSpec spec;
+  spec.name = tag;
+  spec.step = 100;
+  Result<TagInfo> made = s.create_tag(spec);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+}
+
+TEST_F(IdServiceTest, PastTheTagDetailLimitMetricsSumAndStatusListsTheFirstTags) {
+  ServiceConfig c = config();
+  c.tag_detail_limit = 2;
+  IdService& s = start(c);
+  std::vector<uint64_t> ids(5);
+  for (const char* tag : {"a", "b", "c"}) {
+    create_tag(s, tag);
+    ASSERT_TRUE(s.segment(tag, ids).ok());
+  }
+  const std::string text = s.metrics().render(s);
+  EXPECT_EQ(text.find("tag=\""), std::string::npos) << text;
+  for (const char* want :
+       {"idforge_segment_tags 3\n", "idforge_segment_fetches_total 3\n",
+        "idforge_segment_buffer_fill{buffer=\"current\"} 0.95\n",
+        "idforge_segment_buffer_fill{buffer=\"next\"} 0\n", "idforge_segment_waits_total 3\n"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  }
+  auto status = nlohmann::json::parse(status_json(s));
+  EXPECT_EQ(status["segments"]["tags"].size(), 2u);
+  EXPECT_EQ(status["segments"]["tags"][0]["tag"], "a");
+  EXPECT_EQ(status["segments"]["tags_total"], 3);
+  EXPECT_EQ(status["served"].size(), 2u);
+  EXPECT_EQ(status["served_total"], 3);
+  auto one = nlohmann::json::parse(status_json(s, "c"));
+  ASSERT_EQ(one["segments"]["tags"].size(), 1u);
+  EXPECT_EQ(one["segments"]["tags"][0]["tag"], "c");
+  ASSERT_EQ(one["served"].size(), 1u);
+  EXPECT_EQ(one["served"][0]["highest"], "100");
+
+  // At or under the limit: one series a tag, as before.
+  service_.reset();
+  IdService& wide = start(config());
+  for (const char* tag : {"a", "b", "c"}) ASSERT_TRUE(wide.segment(tag, ids).ok());
+  const std::string per_tag = wide.metrics().render(wide);
+  EXPECT_NE(per_tag.find("idforge_segment_fetches_total{tag=\"c\"} 1"), std::string::npos)
+      << per_tag;
+  EXPECT_EQ(nlohmann::json::parse(status_json(wide))["segments"]["tags"].size(), 3u);
+}
+
+// With the local: registry the served marks are written without an fsync. A machine
+// crash can take their last lines; the fleet floor's record, fsynced before each range
+// was used, still holds the node back from a store that went back.
+TEST_F(IdServiceTest, AServedMarkACrashLostIsCoveredByTheFloorOnThisHost) {
+  ServiceConfig c = config();
+  const std::string db = dir_ + "/segments.db";
+  c.store_urls = {"sqlite:" + db};
+  create_tag(start(c), "order");
+  service_.reset();
+  fs::copy_file(db, dir_ + "/backup.db");  // closed: the whole database is in the file
+
+  IdService& a = start(c);
+  std::vector<uint64_t> ids(250);
+  ASSERT_TRUE(a.segment("order", ids).ok());
+  ASSERT_TRUE(a.stop().ok());
+  service_.reset();
+
+  // The crash: the marks file keeps no mark line (its identity lines were fsynced).
+  const std::string marks = store::served_marks_path(c.data_dir);
+  std::ifstream in(marks);
+  std::stringstream kept;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("mark ")) kept << line << "\n";
+  }
+  in.close();
+  std::ofstream(marks, std::ios::trunc) << kept.str();
+  // The store went back with its identity: the backup from before the IDs restored.
+  for (const char* suffix : {"-wal", "-shm"}) fs::remove(db + suffix);
+  fs::copy_file(dir_ + "/backup.db", db, fs::copy_options::overwrite_existing);
+
+  IdService& b = start(c);
+  std::vector<uint64_t> next(10);
+  ASSERT_TRUE(b.segment("order", next).ok());
+  EXPECT_GT(next.front(), ids.back()) << "a number served before the crash came again";
 }
 
 }  // namespace
