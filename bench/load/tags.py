@@ -129,6 +129,8 @@ def serve_round(binary, tags, data_dir):
         rss = proc_status_mb(server.pid, "VmRSS")
         peak = proc_status_mb(server.pid, "VmHWM")
         maps = sum(1 for _ in open(f"/proc/{server.pid}/maps"))
+        conn.close()  # idle through the first IDs: past limits.idle_timeout_ms, maybe
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         metrics_s, metrics = timed_get(conn, "/metrics")
         status_s, status = timed_get(conn, "/v1/status")
         one_s, _ = timed_get(conn, "/v1/status?tag=t0")
