@@ -1,13 +1,16 @@
 // The fleet floor through real `idforge serve` processes and real stores and registries:
-// two nodes that served different amounts, then a store that goes back with its
-// identity — a Redis wiped and its tag recreated at 1 (registry: etcd), a MariaDB
-// restored from a logical dump or from a physical backup of its data directory on the same
-// host (registry: Redis), a PostgreSQL restored from pg_dump (registry: ZooKeeper). With the floor
-// no ID repeats and IDs flow again; with it taken out (--fleet-floor false) the same steps repeat
-// IDs, which shows the floor is what keeps them apart (docs/stores.md, "The fleet floor").
+// three nodes that served different amounts (50 IDs before the point the store goes back
+// to, then 3,000 and 1,200), then a store that goes back with its identity — a Redis
+// wiped and its tag recreated at 1 (registry: etcd), a MariaDB restored from a logical
+// dump or from a physical backup of its data directory on the same host (registry:
+// Redis), a PostgreSQL restored from pg_dump (registry: ZooKeeper). With the floor no ID
+// repeats and IDs flow again; with it taken out (--fleet-floor false) the same steps
+// repeat IDs, which shows the floor is what keeps them apart (docs/stores.md, "The fleet
+// floor").
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +28,7 @@ namespace idforge::integration {
 namespace {
 
 namespace fs = std::filesystem;
+using Steady = std::chrono::steady_clock;
 
 enum class Scenario { kRedisWiped, kMariadbDump, kPostgresDump, kMariadbPhysical };
 
@@ -42,7 +46,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
   return std::string(s) + (c.floor ? "_floor" : "_no_floor");
 }
 
-// host and port of a store URL ("mysql://u:p@127.0.0.1:1234/db" -> 1234).
+// The port of a store URL ("mysql://u:p@127.0.0.1:1234/db" -> 1234).
 std::string port_of(const std::string& url) {
   const size_t colon = url.rfind(':');
   const size_t end = url.find('/', colon);
@@ -51,7 +55,49 @@ std::string port_of(const std::string& url) {
 
 class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
  protected:
+  static constexpr size_t kNodes = 3;
   static fs::path backup_dir(const Server& store) { return fs::path(store.dir) / "backup"; }
+
+  // The store and the registry of the scenario.
+  void start_servers() {
+    const Scenario s = GetParam().scenario;
+    Services& services = Services::get();
+    if (s == Scenario::kRedisWiped) {
+      Result<Server> redis = services.start_private(ServerKind::kRedis, "ff-store");
+      ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+      store_ = *redis;
+    } else if (s == Scenario::kMariadbDump) {
+      Result<Server> maria = services.shared(ServerKind::kMariadb);
+      ASSERT_TRUE(maria.ok()) << maria.status().to_string();
+      store_ = *maria;
+    } else if (s == Scenario::kMariadbPhysical) {
+      Result<Server> maria = services.start_private(ServerKind::kMariadb, "ff-maria");
+      ASSERT_TRUE(maria.ok()) << maria.status().to_string();
+      store_ = *maria;
+    } else {
+      Result<Server> pg = services.shared(ServerKind::kPostgres);
+      ASSERT_TRUE(pg.ok()) << pg.status().to_string();
+      store_ = *pg;
+    }
+    store_url_ = store_.url;
+
+    if (s == Scenario::kMariadbDump || s == Scenario::kMariadbPhysical) {
+      Result<std::string> redis = services.redis_url();
+      ASSERT_TRUE(redis.ok()) << redis.status().to_string();
+      // A short TTL: a brand-new Redis registry holds its first leases for 2 x ttl (and a
+      // lease kept apart by timing must outlast the logical drift).
+      registry_url_ = *redis + "?ttl_ms=1000&cluster=" + unique_tag("ffc");
+      extra_args_ = {"--max-drift-ms", "400"};
+    } else if (s == Scenario::kPostgresDump) {
+      Result<std::string> zk = services.zookeeper_url();
+      ASSERT_TRUE(zk.ok()) << zk.status().to_string();
+      registry_url_ = *zk + "?cluster=" + unique_tag("ffc");
+    } else {
+      Result<std::string> etcd = services.etcd_url();
+      ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+      registry_url_ = *etcd + "?cluster=" + unique_tag("ffc");
+    }
+  }
 
   // `idforge tag create` as an operator runs it.
   void create_tag(const std::string& registry) {
@@ -63,14 +109,32 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
 
-  std::unique_ptr<ServeNode> node(const std::string& name) {
+  // Starts the nodes `which` at once (each keeps its data directory across restarts) and
+  // waits until they listen.
+  void start_nodes(const std::vector<size_t>& which) {
     std::vector<std::string> args = {"--store",       store_url_,
                                      "--registry",    registry_url_,
                                      "--fleet-floor", GetParam().floor ? "true" : "false"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-    Result<std::unique_ptr<ServeNode>> n = ServeNode::start(Services::get().make_dir(name), args);
-    EXPECT_TRUE(n.ok()) << n.status().to_string();
-    return n.ok() ? std::move(n).value() : nullptr;
+    for (size_t i : which) {
+      if (dirs_[i].empty()) dirs_[i] = Services::get().make_dir(std::string("ff-") + "abc"[i]);
+      Result<std::unique_ptr<ServeNode>> n = ServeNode::launch(dirs_[i], args);
+      ASSERT_TRUE(n.ok()) << n.status().to_string();
+      nodes_[i] = std::move(n).value();
+    }
+    for (size_t i : which) {
+      Status up = nodes_[i]->await(std::chrono::seconds(20));
+      ASSERT_TRUE(up.ok()) << up.to_string();
+    }
+  }
+
+  void stop_nodes() {
+    for (std::unique_ptr<ServeNode>& n : nodes_) {
+      if (n) {
+        EXPECT_TRUE(n->stop().ok()) << n->stderr_tail();
+      }
+      n.reset();
+    }
   }
 
   // `requests` requests of `count` IDs each; every ID kept in ids_. Failed requests are
@@ -87,7 +151,6 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       }
       const auto json = nlohmann::json::parse(r->body);
       for (const auto& id : json["ids"]) ids_.push_back(std::stoull(id.get<std::string>()));
-      ++served_requests_;
     }
   }
 
@@ -99,124 +162,117 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
     return n;
   }
 
+  // What the store will go back to, taken after node a served its first 50 IDs.
+  void take_checkpoint() {
+    Services& services = Services::get();
+    const Scenario s = GetParam().scenario;
+    dump_ = services.make_dir("ff-dump") + "/dump.sql";
+    if (s == Scenario::kMariadbDump) {
+      test_support::RunResult r = test_support::run_command(
+          {"/usr/bin/mariadb-dump", "--single-transaction", "-h", "127.0.0.1", "-P",
+           port_of(store_url_), "-u", "idforge", "-pidforge", "--result-file=" + dump_, "idforge"},
+          dump_);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    } else if (s == Scenario::kMariadbPhysical) {
+      // A physical backup: the data directory copied while the server is stopped.
+      ASSERT_TRUE(services.stop(store_).ok());
+      test_support::RunResult copied = test_support::run_command(
+          {"/bin/cp", "-a", (fs::path(store_.dir) / "data").string(), backup_dir(store_).string()},
+          store_.dir + "/backup-copy");
+      ASSERT_EQ(copied.exit_code, 0) << copied.err;
+      ASSERT_TRUE(services.restart(store_).ok());
+    } else if (s == Scenario::kPostgresDump) {
+      test_support::RunResult r =
+          test_support::run_command({"/usr/bin/pg_dump", "--clean", "-h", "127.0.0.1", "-p",
+                                     port_of(store_url_), "-U", "idforge", "-f", dump_, "idforge"},
+                                    dump_);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+
+  // The store goes back to the checkpoint.
+  void go_back() {
+    Services& services = Services::get();
+    const Scenario s = GetParam().scenario;
+    if (s == Scenario::kRedisWiped) {
+      // A crash and the data with it; an operator recreates the tag at 1 from a machine
+      // that does not see the fleet's registry.
+      ASSERT_TRUE(services.kill(store_).ok());
+      std::error_code ec;
+      fs::remove_all(fs::path(store_.dir) / "appendonlydir", ec);
+      fs::remove(fs::path(store_.dir) / "dump.rdb", ec);
+      ASSERT_TRUE(services.restart(store_).ok());
+      // Every node's prober looks at the empty store first (every 2 s): the first takes it
+      // for a new store, and no node's identity check moves the tag later.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      create_tag("local:" + services.make_dir("ff-operator"));
+    } else if (s == Scenario::kMariadbPhysical) {
+      // The backup restored on the same host: the same server_id, host and port, so the
+      // same identity, and max_id back where it was.
+      ASSERT_TRUE(services.stop(store_).ok());
+      std::error_code ec;
+      fs::remove_all(fs::path(store_.dir) / "data", ec);
+      fs::rename(backup_dir(store_), fs::path(store_.dir) / "data", ec);
+      ASSERT_FALSE(ec) << ec.message();
+      ASSERT_TRUE(services.restart(store_).ok());
+    } else {
+      // The dump loaded back into the same server: the same identity, max_id back where it
+      // was.
+      test_support::RunResult r =
+          services.client(store_, {s == Scenario::kMariadbDump ? "-e" : "-f",
+                                   s == Scenario::kMariadbDump ? "source " + dump_ : dump_});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+  }
+
   std::string tag_ = unique_tag("ff");
+  Server store_;
   std::string store_url_;
   std::string registry_url_;
   std::vector<std::string> extra_args_;
+  std::array<std::string, kNodes> dirs_;
+  std::array<std::unique_ptr<ServeNode>, kNodes> nodes_;
+  std::string dump_;
   std::vector<uint64_t> ids_;
   int failed_ = 0;
-  int served_requests_ = 0;
   std::string last_error_;
 };
 
-TEST_P(FleetFloorServeTest, TwoNodesAndAStoreThatWentBackWithItsIdentity) {
+TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBackWithItsIdentity) {
   const Case c = GetParam();
-  Services& services = Services::get();
-  Server store;
-  if (c.scenario == Scenario::kRedisWiped) {
-    Result<Server> redis = services.start_private(ServerKind::kRedis, "ff-store");
-    ASSERT_TRUE(redis.ok()) << redis.status().to_string();
-    store = *redis;
-    Result<std::string> etcd = services.etcd_url();
-    ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
-    registry_url_ = *etcd + "?cluster=" + unique_tag("ffc");
-  } else if (c.scenario == Scenario::kMariadbDump || c.scenario == Scenario::kMariadbPhysical) {
-    Result<Server> maria = c.scenario == Scenario::kMariadbDump
-                               ? services.shared(ServerKind::kMariadb)
-                               : services.start_private(ServerKind::kMariadb, "ff-maria");
-    ASSERT_TRUE(maria.ok()) << maria.status().to_string();
-    store = *maria;
-    Result<std::string> redis = services.redis_url();
-    ASSERT_TRUE(redis.ok()) << redis.status().to_string();
-    // A short TTL: a brand-new Redis registry holds its first leases for 2 x ttl (and a
-    // lease kept apart by timing must outlast the logical drift).
-    registry_url_ = *redis + "?ttl_ms=1000&cluster=" + unique_tag("ffc");
-    extra_args_ = {"--max-drift-ms", "400"};
-  } else {
-    Result<Server> pg = services.shared(ServerKind::kPostgres);
-    ASSERT_TRUE(pg.ok()) << pg.status().to_string();
-    store = *pg;
-    Result<std::string> zk = services.zookeeper_url();
-    ASSERT_TRUE(zk.ok()) << zk.status().to_string();
-    registry_url_ = *zk + "?cluster=" + unique_tag("ffc");
-  }
-  store_url_ = store.url;
-  create_tag(registry_url_);
+  const auto began = Steady::now();
+  ASSERT_NO_FATAL_FAILURE(start_servers());
+  ASSERT_NO_FATAL_FAILURE(create_tag(registry_url_));
+  ASSERT_NO_FATAL_FAILURE(start_nodes({0, 1, 2}));
 
-  std::unique_ptr<ServeNode> a = node("ff-a");
-  std::unique_ptr<ServeNode> b = node("ff-b");
-  ASSERT_TRUE(a && b);
-  pull(*a, 1, 50);  // a holds the first range, 1..100
-  const std::string dump = services.make_dir("ff-dump") + "/dump.sql";
-  if (c.scenario == Scenario::kMariadbDump) {
-    test_support::RunResult r = test_support::run_command(
-        {"/usr/bin/mariadb-dump", "--single-transaction", "-h", "127.0.0.1", "-P",
-         port_of(store_url_), "-u", "idforge", "-pidforge", "--result-file=" + dump, "idforge"},
-        dump);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  } else if (c.scenario == Scenario::kMariadbPhysical) {
-    // A physical backup: the data directory copied while the server is stopped.
-    ASSERT_TRUE(services.stop(store).ok());
-    test_support::RunResult copied = test_support::run_command(
-        {"/bin/cp", "-a", (fs::path(store.dir) / "data").string(), backup_dir(store).string()},
-        store.dir + "/backup-copy");
-    ASSERT_EQ(copied.exit_code, 0) << copied.err;
-    ASSERT_TRUE(services.restart(store).ok());
-  } else if (c.scenario == Scenario::kPostgresDump) {
-    test_support::RunResult r =
-        test_support::run_command({"/usr/bin/pg_dump", "--clean", "-h", "127.0.0.1", "-p",
-                                   port_of(store_url_), "-U", "idforge", "-f", dump, "idforge"},
-                                  dump);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  pull(*b, 30, 100);  // b serves 3,000 more
+  pull(*nodes_[0], 1, 50);  // a holds the first range, 1..100
+  ASSERT_NO_FATAL_FAILURE(take_checkpoint());
+  pull(*nodes_[1], 30, 100);  // b serves 3,000 more
+  pull(*nodes_[2], 12, 100);  // c 1,200
   const size_t before = ids_.size();
+  ASSERT_EQ(before, 4250u) << last_error_;
   ASSERT_EQ(repeats(), 0u);
 
-  if (c.scenario == Scenario::kRedisWiped) {
-    // A crash and the data with it; an operator recreates the tag at 1 from a machine
-    // that does not see the fleet's registry.
-    ASSERT_TRUE(services.kill(store).ok());
-    std::error_code ec;
-    fs::remove_all(fs::path(store.dir) / "appendonlydir", ec);
-    fs::remove(fs::path(store.dir) / "dump.rdb", ec);
-    ASSERT_TRUE(services.restart(store).ok());
-    // Both nodes' probers look at the empty store first (every 2 s): the first takes it
-    // for a new store, and neither node's identity check moves the tag later.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    create_tag("local:" + services.make_dir("ff-operator"));
-  } else if (c.scenario == Scenario::kMariadbPhysical) {
-    // The backup restored on the same host: the same server_id, host and port, so the
-    // same identity, and max_id back at 100.
-    ASSERT_TRUE(services.stop(store).ok());
-    std::error_code ec;
-    fs::remove_all(fs::path(store.dir) / "data", ec);
-    fs::rename(backup_dir(store), fs::path(store.dir) / "data", ec);
-    ASSERT_FALSE(ec) << ec.message();
-    ASSERT_TRUE(services.restart(store).ok());
-  } else {
-    // The dump loaded back into the same server: the same identity, max_id back at 100.
-    test_support::RunResult r =
-        services.client(store, {c.scenario == Scenario::kMariadbDump ? "-e" : "-f",
-                                c.scenario == Scenario::kMariadbDump ? "source " + dump : dump});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  }
+  ASSERT_NO_FATAL_FAILURE(go_back());
 
-  pull(*a, 20, 100);
-  pull(*b, 20, 100);
+  for (std::unique_ptr<ServeNode>& n : nodes_) pull(*n, 20, 100);
   const size_t after = ids_.size() - before;
-  std::printf("[ %s ] %zu IDs before, %zu after, %zu repeated; %d requests failed (last: %s)\n",
-              case_name({c, 0}).c_str(), before, after, repeats(), failed_, last_error_.c_str());
+  std::printf(
+      "[ %s ] %zu IDs before, %zu after, %zu repeated; %d requests failed (last: %s); %.1f s\n",
+      case_name({c, 0}).c_str(), before, after, repeats(), failed_, last_error_.c_str(),
+      std::chrono::duration<double>(Steady::now() - began).count());
   if (c.floor) {
     EXPECT_EQ(repeats(), 0u);
-    EXPECT_GE(after, 3000u) << "IDs must flow again: " << last_error_;
   } else {
     EXPECT_GT(repeats(), 0u) << "without the fleet floor this scenario should repeat IDs";
   }
-  EXPECT_TRUE(a->stop().ok()) << a->stderr_tail();
-  EXPECT_TRUE(b->stop().ok()) << b->stderr_tail();
+  if (c.floor) {
+    EXPECT_GE(after, 4500u) << "IDs must flow again: " << last_error_;
+  }
+  stop_nodes();
+  Services& services = Services::get();
   if (c.scenario == Scenario::kRedisWiped || c.scenario == Scenario::kMariadbPhysical) {
-    EXPECT_TRUE(services.stop(store).ok());
+    EXPECT_TRUE(services.stop(store_).ok());
   }
 }
 
