@@ -3,10 +3,10 @@
 // to, then 3,000 and 1,200), then a store that goes back with its identity — a Redis
 // wiped and its tag recreated at 1 (registry: etcd), a MariaDB restored from a logical
 // dump or from a physical backup of its data directory on the same host (registry:
-// Redis), a PostgreSQL restored from pg_dump (registry: ZooKeeper). With the floor no ID
-// repeats and IDs flow again; with it taken out (--fleet-floor false) the same steps
-// repeat IDs, which shows the floor is what keeps them apart (docs/stores.md, "The fleet
-// floor").
+// Redis), a PostgreSQL restored from pg_dump (registry: ZooKeeper), a MariaDB whose max_id
+// an operator lowered by hand (registry: etcd). With the floor no ID repeats and IDs flow
+// again; with it taken out (--fleet-floor false) the same steps repeat IDs, which shows
+// the floor is what keeps them apart (docs/stores.md, "The fleet floor").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using Steady = std::chrono::steady_clock;
 
-enum class Scenario { kRedisWiped, kMariadbDump, kPostgresDump, kMariadbPhysical };
+enum class Scenario { kRedisWiped, kMariadbDump, kPostgresDump, kMariadbPhysical, kMaxIdLowered };
 
 struct Case {
   Scenario scenario;
@@ -42,6 +42,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
   const char* s = c.scenario == Scenario::kRedisWiped        ? "redis_wiped"
                   : c.scenario == Scenario::kMariadbDump     ? "mariadb_dump"
                   : c.scenario == Scenario::kMariadbPhysical ? "mariadb_physical"
+                  : c.scenario == Scenario::kMaxIdLowered    ? "mariadb_max_id_lowered"
                                                              : "postgres_dump";
   return std::string(s) + (c.floor ? "_floor" : "_no_floor");
 }
@@ -51,6 +52,11 @@ std::string port_of(const std::string& url) {
   const size_t colon = url.rfind(':');
   const size_t end = url.find('/', colon);
   return url.substr(colon + 1, end == std::string::npos ? std::string::npos : end - colon - 1);
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
 }
 
 class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
@@ -66,7 +72,7 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       Result<Server> redis = services.start_private(ServerKind::kRedis, "ff-store");
       ASSERT_TRUE(redis.ok()) << redis.status().to_string();
       store_ = *redis;
-    } else if (s == Scenario::kMariadbDump) {
+    } else if (s == Scenario::kMariadbDump || s == Scenario::kMaxIdLowered) {
       Result<Server> maria = services.shared(ServerKind::kMariadb);
       ASSERT_TRUE(maria.ok()) << maria.status().to_string();
       store_ = *maria;
@@ -187,6 +193,13 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
                                      port_of(store_url_), "-U", "idforge", "-f", dump_, "idforge"},
                                     dump_);
       ASSERT_EQ(r.exit_code, 0) << r.err;
+    } else if (s == Scenario::kMaxIdLowered) {
+      test_support::RunResult r = services.client(
+          store_,
+          {"-N", "-B", "-e", "SELECT max_id FROM idforge_segments WHERE tag = '" + tag_ + "'"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      max_id_ = trimmed(r.out);
+      ASSERT_FALSE(max_id_.empty());
     }
   }
 
@@ -215,6 +228,12 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       fs::rename(backup_dir(store_), fs::path(store_.dir) / "data", ec);
       ASSERT_FALSE(ec) << ec.message();
       ASSERT_TRUE(services.restart(store_).ok());
+    } else if (s == Scenario::kMaxIdLowered) {
+      // An operator's UPDATE: the same server and identity, max_id back where it was.
+      test_support::RunResult r =
+          services.client(store_, {"-e", "UPDATE idforge_segments SET max_id = " + max_id_ +
+                                             " WHERE tag = '" + tag_ + "'"});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     } else {
       // The dump loaded back into the same server: the same identity, max_id back where it
       // was.
@@ -233,6 +252,7 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
   std::array<std::string, kNodes> dirs_;
   std::array<std::unique_ptr<ServeNode>, kNodes> nodes_;
   std::string dump_;
+  std::string max_id_;  // kMaxIdLowered: max_id at the checkpoint
   std::vector<uint64_t> ids_;
   int failed_ = 0;
   std::string last_error_;
@@ -282,7 +302,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Scenario::kMariadbDump, true}, Case{Scenario::kMariadbDump, false},
                       Case{Scenario::kPostgresDump, true}, Case{Scenario::kPostgresDump, false},
                       Case{Scenario::kMariadbPhysical, true},
-                      Case{Scenario::kMariadbPhysical, false}),
+                      Case{Scenario::kMariadbPhysical, false}, Case{Scenario::kMaxIdLowered, true},
+                      Case{Scenario::kMaxIdLowered, false}),
     case_name);
 
 // The command line reads and records the same floor: `idforge next --tag` records its
