@@ -143,21 +143,53 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
     }
   }
 
-  // `requests` requests of `count` IDs each; every ID kept in ids_. Failed requests are
-  // counted (a refused range can cost one).
+  // `requests` requests of `count` IDs each; every ID kept in ids_. A failed request is
+  // counted and tried again, up to twice (a refused range, or the first request after the
+  // store restarted, can cost one).
   void pull(ServeNode& n, int requests, int count) {
     HttpClient http(n.http_port());
     for (int i = 0; i < requests; ++i) {
-      Result<HttpReply> r = http.get("/v1/segment/" + tag_ + "?count=" + std::to_string(count),
-                                     std::chrono::seconds(10));
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        Result<HttpReply> r = http.get("/v1/segment/" + tag_ + "?count=" + std::to_string(count),
+                                       std::chrono::seconds(10));
+        if (!r.ok() || r->status != 200) {
+          ++failed_;
+          last_error_ = r.ok() ? r->body : r.status().to_string();
+          continue;
+        }
+        const auto json = nlohmann::json::parse(r->body);
+        for (const auto& id : json["ids"]) ids_.push_back(std::stoull(id.get<std::string>()));
+        break;
+      }
+    }
+  }
+
+  // Each node's guard counters (/v1/status), summed; `line` lists them per node.
+  struct Guards {
+    uint64_t fleet_refused = 0, refused = 0, identity_changes = 0;
+    std::string line;
+  };
+  Guards guards() {
+    Guards g;
+    for (size_t i = 0; i < kNodes; ++i) {
+      HttpClient http(nodes_[i]->http_port());
+      Result<HttpReply> r = http.get("/v1/status", std::chrono::seconds(5));
       if (!r.ok() || r->status != 200) {
-        ++failed_;
-        last_error_ = r.ok() ? r->body : r.status().to_string();
+        ADD_FAILURE() << "/v1/status: " << (r.ok() ? r->body : r.status().to_string());
         continue;
       }
-      const auto json = nlohmann::json::parse(r->body);
-      for (const auto& id : json["ids"]) ids_.push_back(std::stoull(id.get<std::string>()));
+      const auto guard = nlohmann::json::parse(r->body)["segments"]["stores"][0]["guard"];
+      const uint64_t fleet = guard["fleet_refused_ranges"].get<uint64_t>();
+      const uint64_t own = guard["refused_ranges"].get<uint64_t>();
+      const uint64_t changes = guard["identity_changes"].get<uint64_t>();
+      g.fleet_refused += fleet;
+      g.refused += own;
+      g.identity_changes += changes;
+      g.line += std::string(g.line.empty() ? "" : "; ") + "abc"[i] + ": " + std::to_string(fleet) +
+                " refused by the fleet, " + std::to_string(own) + " by its own marks, " +
+                std::to_string(changes) + " identity changes";
     }
+    return g;
   }
 
   size_t repeats() {
@@ -277,10 +309,13 @@ TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBackWithItsIdentity) {
 
   for (std::unique_ptr<ServeNode>& n : nodes_) pull(*n, 20, 100);
   const size_t after = ids_.size() - before;
+  const Guards g = guards();
   std::printf(
-      "[ %s ] %zu IDs before, %zu after, %zu repeated; %d requests failed (last: %s); %.1f s\n",
+      "[ %s ] %zu IDs before, %zu after, %zu repeated; %d requests failed (last: %s); %.1f s\n"
+      "[ %s ] ranges %s\n",
       case_name({c, 0}).c_str(), before, after, repeats(), failed_, last_error_.c_str(),
-      std::chrono::duration<double>(Steady::now() - began).count());
+      std::chrono::duration<double>(Steady::now() - began).count(), case_name({c, 0}).c_str(),
+      g.line.c_str());
   if (c.floor) {
     EXPECT_EQ(repeats(), 0u);
   } else {
@@ -288,6 +323,7 @@ TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBackWithItsIdentity) {
   }
   if (c.floor) {
     EXPECT_GE(after, 4500u) << "IDs must flow again: " << last_error_;
+    EXPECT_GT(g.fleet_refused, 0u) << "the floor refused no range: " << g.line;
   }
   stop_nodes();
   Services& services = Services::get();
