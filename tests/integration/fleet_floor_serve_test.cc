@@ -1,12 +1,23 @@
 // The fleet floor through real `idforge serve` processes and real stores and registries:
 // three nodes that served different amounts (50 IDs before the point the store goes back
-// to, then 3,000 and 1,200), then a store that goes back with its identity — a Redis
-// wiped and its tag recreated at 1 (registry: etcd), a MariaDB restored from a logical
-// dump or from a physical backup of its data directory on the same host (registry:
-// Redis), a PostgreSQL restored from pg_dump (registry: ZooKeeper), a MariaDB whose max_id
-// an operator lowered by hand (registry: etcd). With the floor no ID repeats and IDs flow
-// again; with it taken out (--fleet-floor false) the same steps repeat IDs, which shows
-// the floor is what keeps them apart (docs/stores.md, "The fleet floor").
+// to, then 3,000 and 1,200), then a store that goes back — a Redis wiped and its tag
+// recreated at 1 (registry: etcd), a MariaDB restored from a logical dump or from a
+// physical backup of its data directory on the same host (registry: Redis), a PostgreSQL
+// restored from pg_dump (registry: ZooKeeper), a MariaDB whose max_id an operator lowered
+// by hand (registry: etcd), a PostgreSQL primary that died and its asynchronous replica,
+// which missed the last ranges, promoted (registry: etcd). With the floor no ID repeats and
+// IDs flow again; with it taken out (--fleet-floor false) the same steps repeat IDs, which
+// shows the floor is what keeps them apart (docs/stores.md, "The fleet floor").
+//
+// The failover changes the store's history (a new timeline), so the identity check moves
+// every tag forward by the failover margin as well; the default margin (64 x max_step)
+// is far above what these nodes served, and alone keeps them apart:
+// postgres_failover_no_floor_default_margin measures that, 0 repeated. The other two
+// failover cases set a margin of one step (100), below what the nodes served during the
+// lag, as a lag longer than the margin was sized for: then only the floor keeps them
+// apart. The nodes are restarted on the promoted replica's URL in a fixed order, so the
+// node that served least adopts the new history (with a multi-host URL the first prober
+// to see it does, and whether the margin covers the others depends on which one).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,21 +41,32 @@ namespace {
 namespace fs = std::filesystem;
 using Steady = std::chrono::steady_clock;
 
-enum class Scenario { kRedisWiped, kMariadbDump, kPostgresDump, kMariadbPhysical, kMaxIdLowered };
+enum class Scenario {
+  kRedisWiped,
+  kMariadbDump,
+  kPostgresDump,
+  kMariadbPhysical,
+  kMaxIdLowered,
+  kPostgresFailover
+};
 
 struct Case {
   Scenario scenario;
   bool floor;
+  uint64_t margin = 0;  // --failover-margin; 0: the default (64 x max_step)
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
   const Case& c = param_info.param;
-  const char* s = c.scenario == Scenario::kRedisWiped        ? "redis_wiped"
-                  : c.scenario == Scenario::kMariadbDump     ? "mariadb_dump"
-                  : c.scenario == Scenario::kMariadbPhysical ? "mariadb_physical"
-                  : c.scenario == Scenario::kMaxIdLowered    ? "mariadb_max_id_lowered"
-                                                             : "postgres_dump";
-  return std::string(s) + (c.floor ? "_floor" : "_no_floor");
+  const char* s = c.scenario == Scenario::kRedisWiped         ? "redis_wiped"
+                  : c.scenario == Scenario::kMariadbDump      ? "mariadb_dump"
+                  : c.scenario == Scenario::kMariadbPhysical  ? "mariadb_physical"
+                  : c.scenario == Scenario::kMaxIdLowered     ? "mariadb_max_id_lowered"
+                  : c.scenario == Scenario::kPostgresFailover ? "postgres_failover"
+                                                              : "postgres_dump";
+  std::string name = std::string(s) + (c.floor ? "_floor" : "_no_floor");
+  if (c.scenario == Scenario::kPostgresFailover && c.margin == 0) name += "_default_margin";
+  return name;
 }
 
 // The port of a store URL ("mysql://u:p@127.0.0.1:1234/db" -> 1234).
@@ -80,10 +102,17 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       Result<Server> maria = services.start_private(ServerKind::kMariadb, "ff-maria");
       ASSERT_TRUE(maria.ok()) << maria.status().to_string();
       store_ = *maria;
-    } else {
+    } else if (s == Scenario::kPostgresDump) {
       Result<Server> pg = services.shared(ServerKind::kPostgres);
       ASSERT_TRUE(pg.ok()) << pg.status().to_string();
       store_ = *pg;
+    } else {
+      Result<Server> primary = services.start_private(ServerKind::kPostgres, "ff-primary");
+      ASSERT_TRUE(primary.ok()) << primary.status().to_string();
+      store_ = *primary;
+      Result<Server> replica = services.start_replica(store_, "ff-replica");
+      ASSERT_TRUE(replica.ok()) << replica.status().to_string();
+      replica_ = *replica;
     }
     store_url_ = store_.url;
 
@@ -102,6 +131,10 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       Result<std::string> etcd = services.etcd_url();
       ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
       registry_url_ = *etcd + "?cluster=" + unique_tag("ffc");
+    }
+    if (GetParam().margin != 0) {
+      extra_args_.insert(extra_args_.end(),
+                         {"--failover-margin", std::to_string(GetParam().margin)});
     }
   }
 
@@ -167,6 +200,7 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
   // Each node's guard counters (/v1/status), summed; `line` lists them per node.
   struct Guards {
     uint64_t fleet_refused = 0, refused = 0, identity_changes = 0;
+    std::array<uint64_t, kNodes> changes = {};  // identity changes applied, per node
     std::string line;
   };
   Guards guards() {
@@ -185,6 +219,7 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       g.fleet_refused += fleet;
       g.refused += own;
       g.identity_changes += changes;
+      g.changes[i] = changes;
       g.line += std::string(g.line.empty() ? "" : "; ") + "abc"[i] + ": " + std::to_string(fleet) +
                 " refused by the fleet, " + std::to_string(own) + " by its own marks, " +
                 std::to_string(changes) + " identity changes";
@@ -232,6 +267,23 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
       ASSERT_EQ(r.exit_code, 0) << r.err;
       max_id_ = trimmed(r.out);
       ASSERT_FALSE(max_id_.empty());
+    } else if (s == Scenario::kPostgresFailover) {
+      // The replica replays everything committed so far, then is cut off: the ranges taken
+      // from now on are lost with the primary. (Pausing its replay instead would not do:
+      // a promotion first replays the WAL the replica already received.)
+      test_support::RunResult lsn =
+          services.client(store_, {"-tAc", "SELECT pg_current_wal_lsn()"});
+      ASSERT_EQ(lsn.exit_code, 0) << lsn.err;
+      const auto deadline = Steady::now() + std::chrono::seconds(20);
+      for (;;) {
+        test_support::RunResult r = services.client(
+            replica_,
+            {"-tAc", "SELECT pg_last_wal_replay_lsn() >= '" + trimmed(lsn.out) + "'::pg_lsn"});
+        if (trimmed(r.out) == "t") break;
+        ASSERT_LT(Steady::now(), deadline) << "the replica never caught up: " << r.out << r.err;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      ASSERT_TRUE(services.stop(replica_).ok());
     }
   }
 
@@ -266,6 +318,16 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
           services.client(store_, {"-e", "UPDATE idforge_segments SET max_id = " + max_id_ +
                                              " WHERE tag = '" + tag_ + "'"});
       ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    } else if (s == Scenario::kPostgresFailover) {
+      // The primary dies; the replica, which missed the last ranges, is promoted (a new
+      // timeline), and the nodes are restarted on its URL: a first, then b and c.
+      ASSERT_TRUE(services.kill(store_).ok());
+      stop_nodes();
+      ASSERT_TRUE(services.restart(replica_).ok());
+      ASSERT_TRUE(services.promote(replica_).ok());
+      store_url_ = replica_.url;
+      ASSERT_NO_FATAL_FAILURE(start_nodes({0}));
+      ASSERT_NO_FATAL_FAILURE(start_nodes({1, 2}));
     } else {
       // The dump loaded back into the same server: the same identity, max_id back where it
       // was.
@@ -278,6 +340,7 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
 
   std::string tag_ = unique_tag("ff");
   Server store_;
+  Server replica_;  // kPostgresFailover
   std::string store_url_;
   std::string registry_url_;
   std::vector<std::string> extra_args_;
@@ -290,7 +353,7 @@ class FleetFloorServeTest : public ::testing::TestWithParam<Case> {
   std::string last_error_;
 };
 
-TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBackWithItsIdentity) {
+TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBack) {
   const Case c = GetParam();
   const auto began = Steady::now();
   ASSERT_NO_FATAL_FAILURE(start_servers());
@@ -316,7 +379,9 @@ TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBackWithItsIdentity) {
       case_name({c, 0}).c_str(), before, after, repeats(), failed_, last_error_.c_str(),
       std::chrono::duration<double>(Steady::now() - began).count(), case_name({c, 0}).c_str(),
       g.line.c_str());
-  if (c.floor) {
+  // The one case without the floor that repeats nothing: the default margin alone.
+  const bool margin_covers = c.scenario == Scenario::kPostgresFailover && c.margin == 0;
+  if (c.floor || margin_covers) {
     EXPECT_EQ(repeats(), 0u);
   } else {
     EXPECT_GT(repeats(), 0u) << "without the fleet floor this scenario should repeat IDs";
@@ -325,10 +390,17 @@ TEST_P(FleetFloorServeTest, ThreeNodesAndAStoreThatWentBackWithItsIdentity) {
     EXPECT_GE(after, 4500u) << "IDs must flow again: " << last_error_;
     EXPECT_GT(g.fleet_refused, 0u) << "the floor refused no range: " << g.line;
   }
+  if (c.scenario == Scenario::kPostgresFailover) {
+    // One new history, adopted once, by a (restarted first).
+    EXPECT_EQ(g.identity_changes, 1u) << g.line;
+    EXPECT_EQ(g.changes[0], 1u) << g.line;
+  }
   stop_nodes();
   Services& services = Services::get();
   if (c.scenario == Scenario::kRedisWiped || c.scenario == Scenario::kMariadbPhysical) {
     EXPECT_TRUE(services.stop(store_).ok());
+  } else if (c.scenario == Scenario::kPostgresFailover) {
+    EXPECT_TRUE(services.stop(replica_).ok());
   }
 }
 
@@ -339,7 +411,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Scenario::kPostgresDump, true}, Case{Scenario::kPostgresDump, false},
                       Case{Scenario::kMariadbPhysical, true},
                       Case{Scenario::kMariadbPhysical, false}, Case{Scenario::kMaxIdLowered, true},
-                      Case{Scenario::kMaxIdLowered, false}),
+                      Case{Scenario::kMaxIdLowered, false},
+                      Case{Scenario::kPostgresFailover, true, 100},
+                      Case{Scenario::kPostgresFailover, false, 100},
+                      Case{Scenario::kPostgresFailover, false}),
     case_name);
 
 // The command line reads and records the same floor: `idforge next --tag` records its
