@@ -258,13 +258,9 @@ Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
                            SegmentBuffer::create(entry->timed.get(), options));
   entry->buffer = std::move(buffer);
-  for (store::OpenedStore& o : stores_) {
-    if (!o.store) continue;
-    Result<TagInfo> info = o.store->get_tag(name);
-    if (!info.ok() || info->serial_template.empty()) continue;
-    Result<SerialTemplate> parsed = SerialTemplate::parse(info->serial_template);
+  if (!entry->source.serial_template.empty()) {
+    Result<SerialTemplate> parsed = SerialTemplate::parse(entry->source.serial_template);
     if (parsed.ok()) entry->serial = std::move(parsed).value();
-    break;
   }
   return entry;
 }

@@ -128,6 +128,7 @@ Result<TagSource> tag_source(std::vector<OpenedStore>& stores, const std::string
       Result<TagInfo> info = o.store->get_tag(tag);
       if (info.ok()) {
         out.step = std::max(out.step, info->step);
+        if (out.serial_template.empty()) out.serial_template = info->serial_template;
         sources.push_back(o.guard ? static_cast<RangeSource*>(o.guard.get()) : o.store.get());
         continue;
       }

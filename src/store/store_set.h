@@ -71,6 +71,7 @@ Status from_store(const Status& status, const OpenedStore& opened, size_t stores
 struct TagSource {
   RangeSource* source = nullptr;  // the store (its guard when it has one), or `striped`
   uint64_t step = 0;              // the largest configured step among the stores
+  std::string serial_template;    // the first answering store's ("" when none)
   std::string down;               // stores skipped because they did not answer ("" if none)
   std::vector<std::unique_ptr<RangeSource>> placeholders;
   std::unique_ptr<StripedSource> striped;
