@@ -85,6 +85,19 @@ std::string clock_summary(const ServerProc& server) {
       json_field(a.body, "waited_ms"), json_field(a.body, "rollbacks"));
 }
 
+GuardCounts guard_counts(const ServerProc& server) {
+  GuardCounts c;
+  const HttpAnswer a = http_get(server.http_port.load(), "/v1/status", std::chrono::seconds(2));
+  if (a.status != 200) return c;
+  const auto number = [&a](const char* key) { return std::atoll(json_field(a.body, key).c_str()); };
+  c.answered = true;
+  c.refused = number("refused_ranges");
+  c.fleet_refused = number("fleet_refused_ranges");
+  c.foreign = number("foreign_ranges");
+  c.identity_changes = number("identity_changes");
+  return c;
+}
+
 Status Service::start() {
   std::vector<std::string> argv = {script_, "start",   kind_,
                                    dir_,    "--owner", std::to_string(getpid())};
@@ -166,6 +179,7 @@ ServerProc::ServerProc(int index, ServerConfig config, std::string idforge, std:
       config_(std::move(config)),
       idforge_(std::move(idforge)),
       work_dir_(std::move(work_dir)) {
+  serves_redis_tag = config_.redis_tag;
   err_path_ = work_dir_ + "/" + config_.name + ".err";
   offset_path_ = work_dir_ + "/" + config_.name + ".faketime";
 }
