@@ -88,9 +88,14 @@ std::string clock_summary(const ServerProc& server) {
 GuardCounts guard_counts(const ServerProc& server) {
   GuardCounts c;
   const HttpAnswer a = http_get(server.http_port.load(), "/v1/status", std::chrono::seconds(2));
-  if (a.status != 200) return c;
-  const auto number = [&a](const char* key) { return std::atoll(json_field(a.body, key).c_str()); };
+  const size_t guard = a.body.find("\"guard\":");
+  if (a.status != 200 || guard == std::string::npos) return c;
+  const std::string body = a.body.substr(guard);  // the first store's: each node has one
+  const auto number = [&body](const char* key) {
+    return std::atoll(json_field(body, key).c_str());
+  };
   c.answered = true;
+  c.identity = json_field(body, "identity");
   c.refused = number("refused_ranges");
   c.fleet_refused = number("fleet_refused_ranges");
   c.foreign = number("foreign_ranges");

@@ -153,11 +153,13 @@ std::string lease_summary(const ServerProc& server);
 int64_t clock_rollbacks(const ServerProc& server);
 std::string clock_summary(const ServerProc& server);
 
-// The segment store guard's counters from /v1/status (each node has one store): ranges
-// refused by the node's own record and by the fleet floor, ranges of another history,
-// identity changes applied. `answered` is false when the server did not answer.
+// The segment store guard's view from /v1/status (each node has one store): the store
+// history it verified, ranges refused by the node's own record and by the fleet floor,
+// ranges of another history, identity changes applied. `answered` is false when the
+// server did not answer.
 struct GuardCounts {
   bool answered = false;
+  std::string identity;  // "" until verified
   int64_t refused = 0;
   int64_t fleet_refused = 0;
   int64_t foreign = 0;

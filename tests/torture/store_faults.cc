@@ -25,10 +25,9 @@ constexpr auto kDumpToRestore = std::chrono::milliseconds(1000);
 constexpr auto kDrainSettle = std::chrono::milliseconds(300);
 // Longest the traffic stays on the one node after the store went back.
 constexpr auto kAloneAtMost = std::chrono::seconds(15);
-// A Redis store restarted empty is left so for two probes of every node (one each 2 s),
-// so that each takes it for a new store and none moves the tag forward by the failover
-// margin: the recreated tag really starts at 1 (docs/stores.md, "The fleet floor").
-constexpr auto kWipedFor = std::chrono::milliseconds(2500);
+// Longest a node may take to see the Redis store restarted empty (its prober looks every
+// 2 s; on a loaded machine a probe can take seconds).
+constexpr auto kSeenEmptyWithin = std::chrono::seconds(15);
 
 // The running nodes on one store (PostgreSQL's or the Redis store's), not the spare.
 std::vector<ServerProc*> store_nodes(Run& run, bool redis) {
@@ -77,6 +76,41 @@ void wait_took_ranges(Run& run, const ServerProc& to, const std::vector<Kind>& k
   }
   run.log("{} took ranges of the store that went back ({:.1f} s)", to.config().name,
           std::chrono::duration<double>(Clock::now() - began).count());
+}
+
+// `node` answers and has verified its store under a history other than `old`.
+bool verified_another(const ServerProc& node, const std::string& old) {
+  const GuardCounts now = guard_counts(node);
+  return now.answered && !now.identity.empty() && now.identity != "?" && now.identity != old;
+}
+
+// Waits until every one of `nodes` has verified its store under another history than
+// `before` (theirs, in order): each has seen the Redis store restarted empty, and taken
+// it for a new store. The tag is recreated only then, so that no node moves it forward
+// by the failover margin (which a node that knew the store under its old history does
+// once it sees tags again): the recreated tag really starts at 1 (docs/stores.md, "The
+// fleet floor").
+bool wait_seen_empty(Run& run, const std::vector<ServerProc*>& nodes,
+                     const std::vector<GuardCounts>& before) {
+  const auto began = Clock::now();
+  const auto all_seen = [&] {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!verified_another(*nodes[i], before[i].identity)) return false;
+    }
+    return true;
+  };
+  while (!all_seen()) {
+    if (Clock::now() - began >= kSeenEmptyWithin) {
+      run.fail(fmt::format("the Redis nodes did not all see the wiped store within {} s",
+                           kSeenEmptyWithin.count()));
+      return false;
+    }
+    run.idle(milliseconds(100));
+  }
+  run.log("every Redis node saw the store empty ({:.1f} s): {}",
+          std::chrono::duration<double>(Clock::now() - began).count(),
+          guard_counts(*nodes.front()).identity);
+  return true;
 }
 
 // The guard counters of `nodes`, to tell whether their store went back.
@@ -174,9 +208,10 @@ void store_dump_restored(Run& run, size_t target) {
 
 // The same on the Redis store: the traffic of its tag moves away from one node (`to`)
 // while the other takes ranges, then away from both; the store dies (SIGKILL), its files
-// go with it, it restarts empty, and once every node has seen it empty an operator
-// recreates the tag at 1 from a machine of its own, which does not see the fleet's
-// registry. The traffic comes back to that node first, then to both.
+// go with it, it restarts empty, and once every node has seen it empty (its guard
+// verified the new history) an operator recreates the tag at 1 from a machine of its
+// own, which does not see the fleet's registry. The traffic comes back to that node
+// first, then to both.
 void redis_wiped_recreated(Run& run, size_t target) {
   const std::vector<ServerProc*> nodes = store_nodes(run, true);
   if (nodes.empty()) return;
@@ -205,8 +240,8 @@ void redis_wiped_recreated(Run& run, size_t target) {
   }
   if (ok) {
     run.log("Redis store SIGKILLed, its files removed, restarted empty");
-    run.idle(kWipedFor);
-    ok = step_ok(run, create_tag(run, kTags[2], kTagSteps[2], redis.url(), 1),
+    ok = wait_seen_empty(run, nodes, before) &&
+         step_ok(run, create_tag(run, kTags[2], kTagSteps[2], redis.url(), 1),
                  "recreating the Redis tag");
   }
   drain(run, {to}, false);
