@@ -37,7 +37,9 @@ std::string resp_error_code(const std::string& error) {
 }  // namespace
 
 ClientPool::ClientPool(std::vector<ServerProc*> servers, ClientOptions options)
-    : servers_(std::move(servers)), options_(std::move(options)) {
+    : servers_(std::move(servers)),
+      options_(std::move(options)),
+      server_received_(new std::atomic<uint64_t>[servers_.size() * kKinds]()) {
   for (size_t s = 0; s < servers_.size(); ++s) {
     for (Protocol p : {Protocol::kHttp, Protocol::kResp}) {
       for (int t = 0; t < options_.threads_per_protocol; ++t) {
@@ -98,25 +100,29 @@ void ClientPool::run(size_t index) {
       conn_incarnation = server.incarnation.load();
     }
 
-    // Half Snowflake, a quarter each tag; over RESP a few single INCRs as well.
+    // Half Snowflake, the rest the node's segment tags (a quarter each of PostgreSQL's
+    // two, or the Redis store's one), or only Snowflake while the node is drained of
+    // segment traffic; over RESP a few single INCRs as well. Read per request: the spare
+    // takes the settings of the node it replaces.
     const int pick = percent(rng);
-    const Kind kind = pick < 50 ? kSnowflake : (pick < 75 ? kSegmentA : kSegmentB);
+    const Kind kind = pick < 50 || server.segments_drained.load() ? kSnowflake
+                      : server.serves_redis_tag.load()            ? kSegmentR
+                      : pick < 75                                 ? kSegmentA
+                                                                  : kSegmentB;
+    const std::string& tag = options_.tags[kind == kSnowflake ? 0 : kind - kSegmentA];
     int count = batch_size(rng);
     std::string request;
     if (rec.protocol == Protocol::kHttp) {
-      const std::string path = kind == kSnowflake
-                                   ? "/v1/snowflake"
-                                   : "/v1/segment/" + options_.tags[kind == kSegmentA ? 0 : 1];
+      const std::string path = kind == kSnowflake ? "/v1/snowflake" : "/v1/segment/" + tag;
       request = fmt::format("GET {}?count={}&format=text HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path,
                             count);
     } else if (kind == kSnowflake) {
       request = resp_command({"ID.SNOWFLAKE", std::to_string(count)});
     } else if (percent(rng) < 5) {
       count = 1;
-      request = resp_command({"INCR", options_.tags[kind == kSegmentA ? 0 : 1]});
+      request = resp_command({"INCR", tag});
     } else {
-      request = resp_command(
-          {"ID.NEXT", options_.tags[kind == kSegmentA ? 0 : 1], std::to_string(count)});
+      request = resp_command({"ID.NEXT", tag, std::to_string(count)});
     }
 
     ++rec.requests;
@@ -193,6 +199,9 @@ void ClientPool::run(size_t index) {
       append_ranges(ids, origin, &rec.ranges[kind]);
       rec.ids[kind] += got;
       ids_received_.fetch_add(got, std::memory_order_relaxed);
+      kind_received_[kind].fetch_add(got, std::memory_order_relaxed);
+      server_received_[static_cast<size_t>(rec.server) * kKinds + kind].fetch_add(
+          got, std::memory_order_relaxed);
     }
     if (!error_answer && got != static_cast<size_t>(count)) {
       count_error(fmt::format("{} short answer", proto),

@@ -4,13 +4,15 @@
 // counted by its code, a broken connection by what broke, and the client reconnects
 // (to the same port: a restarted server keeps its address).
 //
-// Thread-safety: start() and stop() from one thread; ids_received() from any.
+// Thread-safety: start() and stop() from one thread; ids_received() and ids_from() from
+// any.
 // records() only after stop().
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,8 +23,9 @@
 
 namespace idforge::torture {
 
-// What the IDs are unique within: Snowflake IDs across the cluster, segment IDs per tag.
-enum Kind { kSnowflake = 0, kSegmentA = 1, kSegmentB = 2, kKinds = 3 };
+// What the IDs are unique within: Snowflake IDs across the cluster, segment IDs per tag
+// (two tags in PostgreSQL, one in the Redis store).
+enum Kind { kSnowflake = 0, kSegmentA = 1, kSegmentB = 2, kSegmentR = 3, kKinds = 4 };
 
 struct ErrorCount {
   uint64_t count = 0;
@@ -42,7 +45,7 @@ struct ClientRecord {
 };
 
 struct ClientOptions {
-  std::string tags[2];           // the segment tags (kinds kSegmentA, kSegmentB)
+  std::string tags[3];           // the segment tags (kinds kSegmentA, kSegmentB, kSegmentR)
   int threads_per_protocol = 2;  // per server
   double ids_per_second = 0;     // all threads together; 0: no limit
   uint64_t seed = 1;
@@ -58,6 +61,14 @@ class ClientPool {
   void start();
   void stop();
   uint64_t ids_received() const { return ids_received_.load(std::memory_order_relaxed); }
+  uint64_t ids_received(Kind kind) const {
+    return kind_received_[kind].load(std::memory_order_relaxed);
+  }
+  // IDs of `kind` received from the server at `server` (its index in the constructor's
+  // list).
+  uint64_t ids_from(size_t server, Kind kind) const {
+    return server_received_[server * kKinds + kind].load(std::memory_order_relaxed);
+  }
   std::vector<ClientRecord>& records() { return records_; }
 
  private:
@@ -70,6 +81,8 @@ class ClientPool {
   std::atomic<bool> stopping_{false};
   // Progress only: relaxed is enough, nothing is ordered by it.
   std::atomic<uint64_t> ids_received_{0};
+  std::atomic<uint64_t> kind_received_[kKinds]{};
+  std::unique_ptr<std::atomic<uint64_t>[]> server_received_;  // [server * kKinds + kind]
 };
 
 }  // namespace idforge::torture

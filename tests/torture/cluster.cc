@@ -85,6 +85,24 @@ std::string clock_summary(const ServerProc& server) {
       json_field(a.body, "waited_ms"), json_field(a.body, "rollbacks"));
 }
 
+GuardCounts guard_counts(const ServerProc& server) {
+  GuardCounts c;
+  const HttpAnswer a = http_get(server.http_port.load(), "/v1/status", std::chrono::seconds(2));
+  const size_t guard = a.body.find("\"guard\":");
+  if (a.status != 200 || guard == std::string::npos) return c;
+  const std::string body = a.body.substr(guard);  // the first store's: each node has one
+  const auto number = [&body](const char* key) {
+    return std::atoll(json_field(body, key).c_str());
+  };
+  c.answered = true;
+  c.identity = json_field(body, "identity");
+  c.refused = number("refused_ranges");
+  c.fleet_refused = number("fleet_refused_ranges");
+  c.foreign = number("foreign_ranges");
+  c.identity_changes = number("identity_changes");
+  return c;
+}
+
 Status Service::start() {
   std::vector<std::string> argv = {script_, "start",   kind_,
                                    dir_,    "--owner", std::to_string(getpid())};
@@ -166,6 +184,7 @@ ServerProc::ServerProc(int index, ServerConfig config, std::string idforge, std:
       config_(std::move(config)),
       idforge_(std::move(idforge)),
       work_dir_(std::move(work_dir)) {
+  serves_redis_tag = config_.redis_tag;
   err_path_ = work_dir_ + "/" + config_.name + ".err";
   offset_path_ = work_dir_ + "/" + config_.name + ".faketime";
 }

@@ -1,5 +1,5 @@
-// The cluster under torture: PostgreSQL and a coordinator (Redis or etcd) started by
-// scripts/test-services, and `idforge serve` processes sharing them.
+// The cluster under torture: PostgreSQL, a Redis segment store and a coordinator (Redis
+// or etcd) started by scripts/test-services, and `idforge serve` processes sharing them.
 //
 // Every server always runs under libfaketime with its own offset file, re-read about
 // once a second, so its wall clock can be stepped back while it runs (the monotonic
@@ -55,7 +55,8 @@ struct ServerConfig {
   std::string name;      // "node-1": its identity and the name of its files
   std::string identity;  // the registry identity (the spare reuses a node's)
   std::string data_dir;
-  std::vector<std::string> extra_args;  // policy flags, registry override, ...
+  std::vector<std::string> extra_args;  // its store, registry, policy flags, ...
+  bool redis_tag = false;               // serves the Redis store's tag, not PostgreSQL's two
 };
 
 // How a start attempt ended.
@@ -79,6 +80,8 @@ class ServerProc {
   void replace(const ServerConfig& other) {
     config_.identity = other.identity;
     config_.extra_args = other.extra_args;
+    config_.redis_tag = other.redis_tag;
+    serves_redis_tag = other.redis_tag;
   }
   // Steps the running server's wall clock to `offset_ms` (picked up within ~1 s).
   bool set_offset(int64_t offset_ms);
@@ -112,8 +115,12 @@ class ServerProc {
   // Read by the client threads.
   std::atomic<int> http_port{0};
   std::atomic<int> resp_port{0};
-  std::atomic<bool> up{false};      // running and meant to take traffic
-  std::atomic<int> incarnation{0};  // starts so far
+  std::atomic<bool> up{false};                // running and meant to take traffic
+  std::atomic<int> incarnation{0};            // starts so far
+  std::atomic<bool> serves_redis_tag{false};  // ServerConfig::redis_tag
+  // No segment request is sent here (its clients ask for Snowflake IDs only), as when a
+  // load balancer moves a tag's traffic to other nodes.
+  std::atomic<bool> segments_drained{false};
 
  private:
   void reap_after_signal();
@@ -145,5 +152,19 @@ std::string lease_summary(const ServerProc& server);
 // the server does not answer), and a one-line summary.
 int64_t clock_rollbacks(const ServerProc& server);
 std::string clock_summary(const ServerProc& server);
+
+// The segment store guard's view from /v1/status (each node has one store): the store
+// history it verified, ranges refused by the node's own record and by the fleet floor,
+// ranges of another history, identity changes applied. `answered` is false when the
+// server did not answer.
+struct GuardCounts {
+  bool answered = false;
+  std::string identity;  // "" until verified
+  int64_t refused = 0;
+  int64_t fleet_refused = 0;
+  int64_t foreign = 0;
+  int64_t identity_changes = 0;
+};
+GuardCounts guard_counts(const ServerProc& server);
 
 }  // namespace idforge::torture

@@ -61,23 +61,6 @@ void step_clock(Run& run, ServerProc& server, int64_t back_ms) {
   }
 }
 
-// Every running server answers /readyz with 200 again soon after `what`: the servers
-// recover by themselves once the coordinator, the store or the process is back.
-void expect_ready(Run& run, const std::string& what) {
-  for (const auto& server : run.servers) {
-    if (!server->running()) continue;
-    // A server whose clock is behind may wait for it before it takes a lease again.
-    const auto behind =
-        std::max(Clock::duration::zero(), server->clock_behind_until() - Clock::now());
-    if (!server->wait_ready(kRecoverWithin + std::chrono::duration_cast<milliseconds>(behind))) {
-      const HttpAnswer a = http_get(server->http_port.load(), "/readyz", std::chrono::seconds(2));
-      run.fail(fmt::format("{} not ready {} s after {}: {} {}", server->config().name,
-                           kRecoverWithin.count() / 1000, what, a.status, a.body));
-    }
-  }
-  run.log("all servers ready again after {}", what);
-}
-
 void pause_past_ttl(Run& run, ServerProc& target) {
   if (run.spare == nullptr) return;
   const std::string before = lease_summary(target);
@@ -132,10 +115,7 @@ void restart_service(Run& run, Service& service, milliseconds down) {
 // and only the segment guard keeps them from being handed out again. The old primary
 // is then rebuilt as the new one's replica, so the next failover goes the other way.
 void postgres_failover(Run& run) {
-  auto step = [&run](Status st, const std::string& what) {
-    if (!st.ok()) run.fail(what + ": " + st.message());
-    return st.ok();
-  };
+  auto step = [&run](const Status& st, const std::string& what) { return step_ok(run, st, what); };
   if (!step(run.pg_replica->stop(), "stopping the replica")) return;
   run.log("replica cut off; the primary goes on alone");
   run.idle(milliseconds(1500));
@@ -153,7 +133,76 @@ void postgres_failover(Run& run) {
   expect_ready(run, "PostgreSQL failover");
 }
 
+// How many IDs of `kind` must arrive after a fault to show that the nodes take ranges
+// again: more than every node serving it can hold in its two buffers (2 x --max-step)
+// for a segment tag; any for Snowflake. A rate-capped run asks for at most one second's
+// worth of all clients.
+uint64_t flow_needed(Run& run, Kind kind) {
+  if (kind == kSnowflake) return 1;
+  uint64_t nodes = 0;
+  for (const auto& server : run.servers) {
+    nodes += server->running() && server->serves_redis_tag.load() == (kind == kSegmentR);
+  }
+  uint64_t needed = 2 * kMaxStep * nodes + 1;
+  if (run.options.rate > 0) needed = std::min(needed, static_cast<uint64_t>(run.options.rate));
+  return needed;
+}
+
 }  // namespace
+
+// Every running server answers /readyz with 200 again soon after `what`: the servers
+// recover by themselves once the coordinator, the store or the process is back.
+void expect_ready(Run& run, const std::string& what) {
+  for (const auto& server : run.servers) {
+    if (!server->running()) continue;
+    // A server whose clock is behind may wait for it before it takes a lease again.
+    const auto behind =
+        std::max(Clock::duration::zero(), server->clock_behind_until() - Clock::now());
+    if (!server->wait_ready(kRecoverWithin + std::chrono::duration_cast<milliseconds>(behind))) {
+      const HttpAnswer a = http_get(server->http_port.load(), "/readyz", std::chrono::seconds(2));
+      run.fail(fmt::format("{} not ready {} s after {}: {} {}", server->config().name,
+                           kRecoverWithin.count() / 1000, what, a.status, a.body));
+    }
+  }
+  run.log("all servers ready again after {}", what);
+}
+
+// Every kind of ID the cluster serves arrives again soon after `what`.
+void expect_flow(Run& run, const std::string& what) {
+  if (run.clients == nullptr) return;
+  std::vector<Kind> kinds;
+  std::vector<uint64_t> start, needed;
+  for (int k = 0; k < kKinds; ++k) {
+    const Kind kind = static_cast<Kind>(k);
+    if (kind == kSegmentR && run.redis_store == nullptr) continue;
+    kinds.push_back(kind);
+    start.push_back(run.clients->ids_received(kind));
+    needed.push_back(flow_needed(run, kind));
+  }
+  const auto got = [&](size_t i) { return run.clients->ids_received(kinds[i]) - start[i]; };
+  const auto all_flow = [&] {
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      if (got(i) < needed[i]) return false;
+    }
+    return true;
+  };
+  const auto began = Clock::now();
+  while (!all_flow() && Clock::now() - began < kRecoverWithin) run.idle(milliseconds(20));
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (got(i) < needed[i]) {
+      run.fail(fmt::format("{} IDs of {} within {} s after {}; at least {} show new ranges",
+                           grouped(got(i)), kind_name(kinds[i]), kRecoverWithin.count() / 1000,
+                           what, grouped(needed[i])));
+    }
+  }
+  run.log("IDs of every kind flow again after {} ({:.1f} s)", what,
+          std::chrono::duration<double>(Clock::now() - began).count());
+}
+
+bool step_ok(Run& run, const Status& st, const std::string& what) {
+  if (!st.ok()) run.fail(what + ": " + st.message());
+  return st.ok();
+}
 
 std::string grouped(uint64_t n) {
   std::string digits = std::to_string(n);
@@ -223,12 +272,17 @@ std::string fault_name(FaultKind kind) {
       return "SIGSTOP past the lease TTL + SIGCONT";
     case FaultKind::kPostgresFailover:
       return "PostgreSQL primary SIGKILLed, lagging replica promoted";
+    case FaultKind::kStoreDumpRestored:
+      return "PostgreSQL store restored from pg_dump";
+    case FaultKind::kRedisWipedRecreated:
+      return "Redis store wiped, tag recreated at 1";
   }
   return "?";
 }
 
 std::vector<Step> short_schedule() {
-  // Nodes: 0 logical (defaults), 1 ring, 2 logical allowed to run 60 s ahead.
+  // Nodes: 0 logical (defaults), 1 ring, 2 logical allowed to run 60 s ahead (these on
+  // PostgreSQL); 3 and 4 on the Redis store, defaults.
   return {
       {FaultKind::kKillRestart, 0, 0, milliseconds(5000)},
       {FaultKind::kClockBack10ms, 1, 0, milliseconds(4000)},
@@ -237,6 +291,8 @@ std::vector<Step> short_schedule() {
       {FaultKind::kClockBack1s, 0, 0, milliseconds(5000)},
       {FaultKind::kPostgresRestart, 0, 0, milliseconds(5000)},
       {FaultKind::kPostgresFailover, 0, 0, milliseconds(4000)},
+      {FaultKind::kStoreDumpRestored, 1, 0, milliseconds(2000)},
+      {FaultKind::kRedisWipedRecreated, 0, 0, milliseconds(2000)},
       {FaultKind::kPausePastTtl, 1, 0, milliseconds(5000)},
       {FaultKind::kRestartClockBack, 0, 1000, milliseconds(5000)},
       {FaultKind::kRestartClockBack, 2, 30'000, milliseconds(5000)},
@@ -263,11 +319,11 @@ void inject(Run& run, const Step& step) {
   if (step.kind == FaultKind::kRestartClockBack) {
     label += fmt::format(" ({} ms)", step.clock_back_ms);
   }
-  run.log("== fault: {}{}", label,
-          step.kind == FaultKind::kCoordinatorRestart || step.kind == FaultKind::kPostgresRestart ||
-                  step.kind == FaultKind::kPostgresFailover
-              ? ""
-              : " on " + name);
+  const bool on_a_service =
+      step.kind == FaultKind::kCoordinatorRestart || step.kind == FaultKind::kPostgresRestart ||
+      step.kind == FaultKind::kPostgresFailover || step.kind == FaultKind::kStoreDumpRestored ||
+      step.kind == FaultKind::kRedisWipedRecreated;
+  run.log("== fault: {}{}", label, on_a_service ? "" : " on " + name);
   ++run.faults[fault_name(step.kind)];
   switch (step.kind) {
     case FaultKind::kKillRestart:
@@ -309,7 +365,14 @@ void inject(Run& run, const Step& step) {
     case FaultKind::kPostgresFailover:
       postgres_failover(run);
       break;
+    case FaultKind::kStoreDumpRestored:
+      store_dump_restored(run, step.target);
+      return;  // checked IDs flow already
+    case FaultKind::kRedisWipedRecreated:
+      redis_wiped_recreated(run, step.target);
+      return;
   }
+  expect_flow(run, label);
 }
 
 }  // namespace idforge::torture

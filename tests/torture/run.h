@@ -18,6 +18,17 @@
 
 namespace idforge::torture {
 
+// The segment tags, by Kind - kSegmentA: two in PostgreSQL, one in the Redis store.
+inline constexpr const char* kTags[3] = {"torture_a", "torture_b", "torture_r"};
+inline constexpr int64_t kTagSteps[3] = {1000, 100, 100};
+// --max-step of every node: a tag's buffers hold at most two ranges of this many.
+inline constexpr uint64_t kMaxStep = 5000;
+
+// "snowflake", "segment torture_a", ...
+inline std::string kind_name(Kind kind) {
+  return kind == kSnowflake ? "snowflake" : std::string("segment ") + kTags[kind - kSegmentA];
+}
+
 struct Options {
   bool short_run = false;
   double minutes = 10;
@@ -28,7 +39,10 @@ struct Options {
   std::string scripts;
   bool keep = false;
   bool sabotage = false;  // two servers share a static worker id: the check must fail
-  double rate = 0;        // IDs per second, all clients together; 0: as fast as they can
+  // false: the nodes run with --fleet-floor false, to show that the faults of a store
+  // that goes back with its identity repeat IDs without it (docs/reliability.md).
+  bool fleet_floor = true;
+  double rate = 0;  // IDs per second, all clients together; 0: as fast as they can
   // Redis leases are safe by timing only while max_drift_ms < ttl_ms / 3 (held_lease.cc):
   // 3600 leaves room for the default 1000.
   int ttl_ms = 3600;
@@ -42,11 +56,13 @@ class Run {
   Options options;
   std::mt19937_64 rng;
   std::string work_dir;
-  std::unique_ptr<Service> postgres;    // the primary
-  std::unique_ptr<Service> pg_replica;  // its asynchronous streaming replica
-  std::string store_url;                // libpq multi-host: whichever accepts writes
+  std::unique_ptr<Service> postgres;     // the primary
+  std::unique_ptr<Service> pg_replica;   // its asynchronous streaming replica
+  std::string store_url;                 // libpq multi-host: whichever accepts writes
+  std::unique_ptr<Service> redis_store;  // the segment store of the Redis tag's nodes
   std::unique_ptr<Service> coordinator;
-  std::vector<std::unique_ptr<ServerProc>> servers;  // the nodes, then the spare (if any)
+  // The nodes (PostgreSQL's, then the Redis store's), then the spare (if any).
+  std::vector<std::unique_ptr<ServerProc>> servers;
   ServerProc* spare = nullptr;
   std::vector<std::string> common_args;
   ClientPool* clients = nullptr;
@@ -90,5 +106,11 @@ class Run {
 
 // 1234567 -> "1,234,567".
 std::string grouped(uint64_t n);
+
+// `idforge tag create TAG --start START --step STEP --store STORE_URL`, as an operator
+// runs it on a machine of its own: its data directory and local: fleet floor are in the
+// work directory, apart from the nodes' registry, so the start is taken as given.
+Status create_tag(Run& run, const std::string& tag, int64_t step, const std::string& store_url,
+                  int64_t start = 1);
 
 }  // namespace idforge::torture

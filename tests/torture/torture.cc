@@ -1,16 +1,20 @@
 // idforge_torture: the evidence for "no duplicate ID, ever" (docs/reliability.md,
 // "Torture run").
 //
-// Three `idforge serve` processes on 127.0.0.1 share one PostgreSQL (segments) and one
-// Redis or etcd (worker ids); client threads pull Snowflake and segment IDs from each
-// over HTTP and RESP while faults are injected on a schedule (faults.h). Every ID a
-// client received is kept; at the end the run fails on any duplicate (Snowflake IDs
-// across the cluster, segment IDs per tag) and prints the totals.
+// Five `idforge serve` processes on 127.0.0.1 share one Redis or etcd (worker ids and
+// the fleet floor); three take segments from one PostgreSQL, two from one Redis. Client
+// threads pull Snowflake and segment IDs from each over HTTP and RESP while faults are
+// injected on a schedule (faults.h). Every ID a client received is kept; at the end the
+// run fails on any duplicate (Snowflake IDs across the cluster, segment IDs per tag) and
+// prints the totals.
 //
 //   idforge_torture --short [--ids N]       every fault kind once, >= N IDs (ctest)
 //   idforge_torture --minutes N             rounds of every fault kind, random order
 //   idforge_torture --sabotage              two servers share a static worker id: the
 //                                           check must find duplicates (and exit 1)
+//   idforge_torture --short --fleet-floor false
+//                                           the nodes without the fleet floor: the
+//                                           stores that go back repeat IDs (exit 1)
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,7 +41,6 @@ namespace {
 using test_support::ExitInfo;
 using test_support::tail_of;
 
-constexpr const char* kTags[2] = {"torture_a", "torture_b"};
 constexpr uint64_t kTwitterEpochMs = 1288834974657;
 // The short run keeps the load on after its last fault until it has its IDs, but not
 // longer than this.
@@ -45,8 +48,8 @@ constexpr auto kShortRunOvertime = std::chrono::seconds(40);
 
 const char* kUsage =
     "usage: idforge_torture (--short [--ids N] | --minutes N) [options]\n"
-    "Three idforge servers on one PostgreSQL and one Redis or etcd, clients pulling IDs\n"
-    "over HTTP and RESP, faults on a schedule; fails on any duplicate ID\n"
+    "Five idforge servers on PostgreSQL or a Redis store and one Redis or etcd, clients\n"
+    "pulling IDs over HTTP and RESP, faults on a schedule; fails on any duplicate ID\n"
     "(docs/reliability.md).\n"
     "  --short               every fault kind once, then load until --ids IDs (ctest)\n"
     "  --ids N               IDs the short run must check (default 1000000)\n"
@@ -58,7 +61,9 @@ const char* kUsage =
     "  --rate N              IDs per second for all clients together (default 0: no cap)\n"
     "  --threads N           connections per protocol per server (default 2)\n"
     "  --ttl-ms MS           lease TTL (default 3600)\n"
-    "  --keep                keep the work directory (always kept when the run fails)\n";
+    "  --keep                keep the work directory (always kept when the run fails)\n"
+    "  --fleet-floor false   the nodes run without the fleet floor (to compare: the store\n"
+    "                        faults then repeat IDs)\n";
 
 bool parse_options(int argc, char** argv, Options* options) {
 #ifdef IDFORGE_BIN
@@ -100,6 +105,13 @@ bool parse_options(int argc, char** argv, Options* options) {
       options->keep = true;
     } else if (arg == "--sabotage") {
       options->sabotage = true;
+    } else if (arg == "--fleet-floor") {
+      const std::string on = value();
+      if (on != "true" && on != "false") {
+        fmt::print(stderr, "idforge_torture: --fleet-floor is true or false\n");
+        return false;
+      }
+      options->fleet_floor = on == "true";
     } else if (arg == "-h" || arg == "--help") {
       fmt::print("{}", kUsage);
       std::exit(0);
@@ -161,21 +173,25 @@ Status start_cluster(Run& run) {
   IDFORGE_RETURN_IF_ERROR(run.coordinator->start());
   run.log("coordinator: {}", run.coordinator->url());
 
-  const int64_t steps[2] = {1000, 100};
   for (int t = 0; t < 2; ++t) {
-    const test_support::RunResult r =
-        test_support::run_command({o.idforge, "tag", "create", kTags[t], "--step",
-                                   std::to_string(steps[t]), "--store", run.store_url},
-                                  run.work_dir + "/tag-create", {.die_with_parent = true});
-    if (r.exit_code != 0) return Status::Internal("idforge tag create failed: " + r.err);
+    IDFORGE_RETURN_IF_ERROR(create_tag(run, kTags[t], kTagSteps[t], run.store_url));
+  }
+  if (!o.sabotage) {
+    // A Redis of its own, not the coordinator: the fleet floor must not go back with it.
+    run.redis_store = std::make_unique<Service>(script, "redis", run.work_dir + "/redis-store");
+    IDFORGE_RETURN_IF_ERROR(run.redis_store->start());
+    run.log("Redis segment store: {}", run.redis_store->url());
+    IDFORGE_RETURN_IF_ERROR(create_tag(run, kTags[2], kTagSteps[2], run.redis_store->url()));
   }
 
   const std::string registry =
       fmt::format("{}?ttl_ms={}&cluster=torture", run.coordinator->url(), o.ttl_ms);
   // Small segments and batches: many store round trips, so that the PostgreSQL outage
   // reaches the clients.
-  run.common_args = {"--store",    run.store_url, "--max-count",         "1000",
-                     "--max-step", "5000",        "--shutdown-grace-ms", "3000"};
+  run.common_args = {"--max-count",         "1000", "--max-step", std::to_string(kMaxStep),
+                     "--shutdown-grace-ms", "3000"};
+  if (!o.fleet_floor) run.common_args.insert(run.common_args.end(), {"--fleet-floor", "false"});
+  const std::vector<std::string> pg = {"--store", run.store_url, "--registry", registry};
   std::vector<std::vector<std::string>> node_args;
   // node-3 runs ahead of its clock: 60 s on etcd, which keeps the mark durably; on Redis,
   // whose leases are kept apart by timing, less: its holder fences that much before the
@@ -183,11 +199,17 @@ Status start_cluster(Run& run) {
   const std::string ahead_ms = o.registry == "etcd" ? "60000" : std::to_string(o.ttl_ms / 3 - 50);
   if (o.sabotage) {
     // The broken configuration: two servers told to use the same worker id.
-    node_args = {{"--registry", "static:0/1"}, {"--registry", "static:0/1"}};
+    node_args = {{"--store", run.store_url, "--registry", "static:0/1"},
+                 {"--store", run.store_url, "--registry", "static:0/1"}};
   } else {
-    node_args = {{"--registry", registry},
-                 {"--registry", registry, "--policy", "ring"},
-                 {"--registry", registry, "--max-drift-ms", ahead_ms}};
+    node_args = {pg, pg, pg};
+    node_args[1].insert(node_args[1].end(), {"--policy", "ring"});
+    node_args[2].insert(node_args[2].end(), {"--max-drift-ms", ahead_ms});
+    // Two nodes on the Redis store: a store that goes back repeats, without the fleet
+    // floor, what one node served and the other is handed again.
+    for (int i = 0; i < 2; ++i) {
+      node_args.push_back({"--store", run.redis_store->url(), "--registry", registry});
+    }
   }
   for (size_t i = 0; i < node_args.size(); ++i) {
     ServerConfig config;
@@ -195,6 +217,7 @@ Status start_cluster(Run& run) {
     config.identity = config.name;
     config.data_dir = run.work_dir + "/" + config.name;
     config.extra_args = node_args[i];
+    config.redis_tag = i >= 3;
     run.servers.push_back(std::make_unique<ServerProc>(static_cast<int>(i), std::move(config),
                                                        o.idforge, run.work_dir));
   }
@@ -203,7 +226,7 @@ Status start_cluster(Run& run) {
     config.name = "replacement";
     config.identity = "replacement";
     config.data_dir = run.work_dir + "/replacement";
-    config.extra_args = {"--registry", registry};
+    config.extra_args = pg;
     run.servers.push_back(std::make_unique<ServerProc>(static_cast<int>(run.servers.size()),
                                                        std::move(config), o.idforge, run.work_dir));
     run.spare = run.servers.back().get();
@@ -276,7 +299,6 @@ void run_schedule(Run& run) {
 int report(Run& run, ClientPool& clients) {
   const Options& o = run.options;
   std::vector<ClientRecord>& records = clients.records();
-  const char* kind_names[kKinds] = {"snowflake", "segment torture_a", "segment torture_b"};
   uint64_t total = 0;
   uint64_t duplicates = 0;
   std::string per_kind;
@@ -290,9 +312,13 @@ int report(Run& run, ClientPool& clients) {
     const CheckResult check = check_ranges(ranges);
     total += check.ids;
     duplicates += check.duplicates();
-    per_kind += fmt::format("    {:<22} {:>16}   duplicates {}\n", kind_names[k],
+    // The sabotage run has no Redis store, and so no torture_r.
+    if (k == kSegmentR && run.redis_store == nullptr) continue;
+    per_kind += fmt::format("    {:<22} {:>16}   duplicates {}\n", kind_name(static_cast<Kind>(k)),
                             grouped(check.ids), grouped(check.duplicates()));
-    if (check.ids == 0) run.fail(fmt::format("no {} ID was received at all", kind_names[k]));
+    if (check.ids == 0) {
+      run.fail(fmt::format("no {} ID was received at all", kind_name(static_cast<Kind>(k))));
+    }
     for (const Overlap& overlap : check.examples) {
       examples += describe(run, static_cast<Kind>(k), overlap);
     }
@@ -326,9 +352,9 @@ int report(Run& run, ClientPool& clients) {
   }
 
   fmt::print(
-      "\n== torture summary ({}, seed {}, registry {}) ==\n",
+      "\n== torture summary ({}, seed {}, registry {}{}) ==\n",
       o.sabotage ? "sabotage" : (o.short_run ? "short run" : fmt::format("{} min", o.minutes)),
-      o.seed, o.registry);
+      o.seed, o.registry, o.fleet_floor ? "" : ", fleet floor OFF");
   fmt::print("IDs checked: {}\n{}", grouped(total), per_kind);
   fmt::print("duplicates: {}\n", grouped(duplicates));
   if (!examples.empty()) fmt::print("{}", examples);
@@ -402,12 +428,13 @@ int torture_main(int argc, char** argv) {
     return 1;
   }
   run.work_dir = tmpl;
-  run.log("torture: {}, seed {}, registry {}, work dir {}",
+  run.log("torture: {}, seed {}, registry {}{}, work dir {}",
           options.sabotage ? "SABOTAGE (two servers share worker id 0/1)"
                            : (options.short_run ? fmt::format("short run, target {} IDs",
                                                               grouped(options.target_ids))
                                                 : fmt::format("{} minutes", options.minutes)),
-          options.seed, options.registry, run.work_dir);
+          options.seed, options.registry,
+          options.fleet_floor ? "" : ", FLEET FLOOR OFF (--fleet-floor false)", run.work_dir);
 
   int status = 1;
   const Status started = start_cluster(run);
@@ -422,6 +449,7 @@ int torture_main(int argc, char** argv) {
     ClientOptions client_options;
     client_options.tags[0] = kTags[0];
     client_options.tags[1] = kTags[1];
+    client_options.tags[2] = kTags[2];
     client_options.threads_per_protocol = options.threads;
     client_options.ids_per_second = options.rate;
     client_options.seed = options.seed;
@@ -446,7 +474,8 @@ int torture_main(int argc, char** argv) {
     }
     status = report(run, clients);
   }
-  for (Service* service : {run.coordinator.get(), run.postgres.get(), run.pg_replica.get()}) {
+  for (Service* service :
+       {run.coordinator.get(), run.postgres.get(), run.pg_replica.get(), run.redis_store.get()}) {
     if (service != nullptr && !service->stop().ok()) {
       fmt::print(stderr, "idforge_torture: stopping {} failed\n", service->kind());
     }
