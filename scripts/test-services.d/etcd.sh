@@ -5,7 +5,8 @@
 # ---- etcd --------------------------------------------------------------------------
 
 etcd_start_once() {
-  local dir=$1 port=$2 restarting=$3 peer pid i
+  local dir=$1 port=$2 restarting=$3 peer pid i host
+  host=$(host_of "$dir")
   if [ -n "$restarting" ]; then
     peer=$(cat "$dir/peer_port")
   else
@@ -17,7 +18,7 @@ etcd_start_once() {
   # setsid + closed stdio, as for the watchdog: nothing holds the caller's pipe, and the
   # server outlives the caller's process group (the watchdog ends it).
   setsid etcd --name idforge --data-dir "$dir/etcd-data" \
-    --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+    --listen-client-urls "http://$host:$port" --advertise-client-urls "http://$host:$port" \
     --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
     --initial-cluster "idforge=http://127.0.0.1:$peer" --initial-cluster-state new \
     --initial-cluster-token "idforge-$$-$RANDOM" --logger zap --log-outputs stderr \
@@ -27,7 +28,7 @@ etcd_start_once() {
   for i in $(seq 1 $((kReadySeconds * 10))); do
     alive "$pid" || return 1
     if listens_as "$port" "$pid" &&
-      etcdctl --endpoints "http://127.0.0.1:$port" --dial-timeout 1s --command-timeout 2s \
+      etcdctl --endpoints "http://$host:$port" --dial-timeout 1s --command-timeout 2s \
         endpoint health >/dev/null 2>&1; then
       echo "$peer" >"$dir/peer_port"
       return 0

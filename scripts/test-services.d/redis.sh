@@ -5,7 +5,11 @@
 # ---- Redis -------------------------------------------------------------------------
 
 redis_start_once() {
-  local dir=$1 port=$2
+  local dir=$1 port=$2 host protect=yes
+  host=$(host_of "$dir")
+  # Protected mode answers only loopback clients (there is no password); a --host server
+  # listens inside a test's own network namespaces, for clients of other namespaces.
+  if [ -f "$dir/host" ]; then protect=no; fi
   rm -f "$dir/redis.pid"
   # appendonly + appendfsync always: the durable setting docs/stores.md recommends,
   # so the tests and the figures run against it.
@@ -16,13 +20,13 @@ redis_start_once() {
   if [ -f "$dir/replica_of" ]; then
     replica=(--replicaof 127.0.0.1 "$(cat "$(cat "$dir/replica_of")/port")")
   fi
-  redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --daemonize yes \
+  redis-server --bind "$host" --port "$port" --dir "$dir" --daemonize yes \
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --save '' \
-    "${persist[@]}" --protected-mode yes --repl-diskless-sync-delay 0 \
+    "${persist[@]}" --protected-mode "$protect" --repl-diskless-sync-delay 0 \
     ${replica[@]+"${replica[@]}"} </dev/null >>"$dir/redis-start.log" 2>&1 || return 1
   local i
   for i in $(seq 1 $((kReadySeconds * 10))); do
-    if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then return 0; fi
+    if redis-cli -h "$host" -p "$port" ping 2>/dev/null | grep -q PONG; then return 0; fi
     # Exited already (port taken): give up on this port at once.
     if [ -f "$dir/redis.pid" ] && ! alive "$(cat "$dir/redis.pid")"; then return 1; fi
     if [ "$i" -gt 10 ] && [ ! -f "$dir/redis.pid" ]; then return 1; fi

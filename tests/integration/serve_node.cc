@@ -86,7 +86,9 @@ Result<HttpReply> HttpClient::get(const std::string& target, milliseconds timeou
     if (fd_ < 0) return fail(std::string("socket: ") + std::strerror(errno));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::inet_pton(AF_INET, host_.c_str(), &addr.sin_addr) != 1) {
+      return fail("not an IPv4 address: " + host_);
+    }
     addr.sin_port = htons(static_cast<uint16_t>(port_));
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       if (errno != EINPROGRESS) return fail(std::string("connect: ") + std::strerror(errno));
@@ -99,7 +101,7 @@ Result<HttpReply> HttpClient::get(const std::string& target, milliseconds timeou
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   }
-  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string request = "GET " + target + " HTTP/1.1\r\nHost: " + host_ + "\r\n\r\n";
   for (size_t sent = 0; sent < request.size();) {
     const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
@@ -142,8 +144,9 @@ Result<HttpReply> HttpClient::get(const std::string& target, milliseconds timeou
 
 Result<std::unique_ptr<ServeNode>> ServeNode::start(const std::string& dir,
                                                     const std::vector<std::string>& args,
-                                                    const std::vector<std::string>& prefix) {
-  Result<std::unique_ptr<ServeNode>> node = launch(dir, args, prefix);
+                                                    const std::vector<std::string>& prefix,
+                                                    const std::string& host) {
+  Result<std::unique_ptr<ServeNode>> node = launch(dir, args, prefix, host);
   if (!node.ok()) return node.status();
   IDFORGE_RETURN_IF_ERROR((*node)->await(std::chrono::seconds(20)));
   return node;
@@ -151,12 +154,14 @@ Result<std::unique_ptr<ServeNode>> ServeNode::start(const std::string& dir,
 
 Result<std::unique_ptr<ServeNode>> ServeNode::launch(const std::string& dir,
                                                      const std::vector<std::string>& args,
-                                                     const std::vector<std::string>& prefix) {
+                                                     const std::vector<std::string>& prefix,
+                                                     const std::string& host) {
   std::unique_ptr<ServeNode> node(new ServeNode());
+  node->host_ = host;
   node->out_path_ = dir + "/serve.out";
   node->err_path_ = dir + "/serve.err";
-  std::vector<std::string> argv = {idforge_bin(), "serve",       "--http",     "127.0.0.1:0",
-                                   "--resp",      "127.0.0.1:0", "--data-dir", dir + "/data"};
+  std::vector<std::string> argv = {idforge_bin(), "serve",     "--http",     host + ":0",
+                                   "--resp",      host + ":0", "--data-dir", dir + "/data"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.begin(), prefix.begin(), prefix.end());
   node->pid_ =
@@ -166,14 +171,14 @@ Result<std::unique_ptr<ServeNode>> ServeNode::launch(const std::string& dir,
 }
 
 Status ServeNode::await(milliseconds limit) {
-  const std::string prefix = "idforge serve: http http://127.0.0.1:";
+  const std::string prefix = "idforge serve: http http://" + host_ + ":";
   const auto deadline = Clock::now() + limit;
   for (;;) {
     const std::string out = test_support::read_file(out_path_);
     if (const size_t at = out.find(prefix);
         at != std::string::npos && out.find("idforge serve: resp ") != std::string::npos) {
       http_port_ = std::atoi(out.c_str() + at + prefix.size());
-      const std::string resp = "idforge serve: resp redis://127.0.0.1:";
+      const std::string resp = "idforge serve: resp redis://" + host_ + ":";
       if (const size_t r = out.find(resp); r != std::string::npos) {
         resp_port_ = std::atoi(out.c_str() + r + resp.size());
       }
@@ -194,7 +199,7 @@ Status ServeNode::await(milliseconds limit) {
 }
 
 Status ServeNode::await_ready(const std::string& part, milliseconds limit) {
-  HttpClient http(http_port_);
+  HttpClient http(http_port_, host_);
   const auto deadline = Clock::now() + limit;
   std::string last;
   while (Clock::now() < deadline) {

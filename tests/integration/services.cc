@@ -58,6 +58,14 @@ RunResult run_script(const std::vector<std::string>& argv, const std::string& sc
   return test_support::run_command(argv, scratch, {.capture_err = false, .timeout = std::nullopt});
 }
 
+// scripts/test-services with `args`, under the server's exec_prefix.
+std::vector<std::string> script_argv(const Server& server, std::vector<std::string> args) {
+  std::vector<std::string> argv = server.exec_prefix;
+  argv.push_back(script_path("test-services"));
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 class ServicesEnvironment : public ::testing::Environment {
  public:
   void TearDown() override { Services::get().stop_all(); }
@@ -128,13 +136,15 @@ std::string Services::make_dir(const std::string& name) {
 }
 
 Result<Server> Services::start(ServerKind kind, const std::string& name,
-                               const std::vector<std::string>& extra_args) {
+                               const std::vector<std::string>& extra_args,
+                               const std::vector<std::string>& exec_prefix) {
   IDFORGE_RETURN_IF_ERROR(ensure_root());
   Server server;
   server.kind = kind;
   server.dir = root_ + "/" + name + "-" + std::to_string(next_dir_++);
+  server.exec_prefix = exec_prefix;
   const std::string kind_text = kind_name(kind);
-  std::vector<std::string> argv = {script_path("test-services"), "start", kind_text, server.dir};
+  std::vector<std::string> argv = script_argv(server, {"start", kind_text, server.dir});
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   argv.insert(argv.end(), {"--owner", std::to_string(getpid())});
   const RunResult r = run_script(argv, server.dir);
@@ -197,17 +207,24 @@ Result<Server> Services::start_private(ServerKind kind, const std::string& name,
   return start(kind, name, extra_args);
 }
 
+Result<Server> Services::start_private_under(const std::vector<std::string>& exec_prefix,
+                                             ServerKind kind, const std::string& name,
+                                             const std::vector<std::string>& extra_args) {
+  std::lock_guard lock(services_mutex());
+  return start(kind, name, extra_args, exec_prefix);
+}
+
 Status Services::stop(const Server& server) {
-  const RunResult r = run_script({script_path("test-services"), "stop", server.dir}, server.dir);
+  const RunResult r = run_script(script_argv(server, {"stop", server.dir}), server.dir);
   if (r.exit_code != 0)
     return Status::IoError("scripts/test-services stop " + server.dir + " failed");
   return Status::Ok();
 }
 
 Status Services::restart(const Server& server) {
-  const RunResult r = run_script(
-      {script_path("test-services"), "restart", server.dir, "--owner", std::to_string(getpid())},
-      server.dir);
+  const RunResult r =
+      run_script(script_argv(server, {"restart", server.dir, "--owner", std::to_string(getpid())}),
+                 server.dir);
   if (r.exit_code != 0 || trim(r.out) != server.url) {
     return Status::IoError("scripts/test-services restart " + server.dir + " failed");
   }
@@ -236,7 +253,7 @@ namespace {
 
 // `scripts/test-services VERB DIR` on one server.
 Status on_server(const std::string& verb, const Server& server) {
-  const RunResult r = run_script({script_path("test-services"), verb, server.dir}, server.dir);
+  const RunResult r = run_script(script_argv(server, {verb, server.dir}), server.dir);
   if (r.exit_code != 0) {
     return Status::IoError("scripts/test-services " + verb + " " + server.dir + " failed");
   }
@@ -251,13 +268,13 @@ Status Services::pause(const Server& server) { return on_server("pause", server)
 Status Services::resume(const Server& server) { return on_server("resume", server); }
 
 RunResult Services::client(const Server& server, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {script_path("test-services"), "client", server.dir};
+  std::vector<std::string> argv = script_argv(server, {"client", server.dir});
   argv.insert(argv.end(), args.begin(), args.end());
   return run_script(argv, server.dir + ".client");
 }
 
 Child Services::spawn_client(const Server& server, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {script_path("test-services"), "client", server.dir};
+  std::vector<std::string> argv = script_argv(server, {"client", server.dir});
   argv.insert(argv.end(), args.begin(), args.end());
   static std::atomic<int> n{0};
   const std::string base = server.dir + ".bg" + std::to_string(n.fetch_add(1));

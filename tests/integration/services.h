@@ -28,6 +28,9 @@ struct Server {
   // mysql://idforge:idforge@127.0.0.1:PORT/idforge (MariaDB; user idforge_ro, password
   // idforge_ro, may only SELECT)
   std::string url;
+  // The command the script runs under, e.g. {"/usr/sbin/ip", "netns", "exec", NAME} for a
+  // server inside a network namespace; empty for the usual one.
+  std::vector<std::string> exec_prefix{};
 };
 
 class Services {
@@ -51,6 +54,12 @@ class Services {
   // or {"--no-persistence"} (Redis).
   Result<Server> start_private(ServerKind kind, const std::string& name,
                                const std::vector<std::string>& extra_args = {});
+  // The same inside a network namespace: the script runs under `exec_prefix` (as do
+  // restart, client and the rest later), e.g. with extra_args {"--host", ADDR} so that
+  // other namespaces reach it (etcd and Redis).
+  Result<Server> start_private_under(const std::vector<std::string>& exec_prefix, ServerKind kind,
+                                     const std::string& name,
+                                     const std::vector<std::string>& extra_args = {});
   Status stop(const Server& server);
   // Starts a stopped server again with its data, on its old port.
   Status restart(const Server& server);
@@ -83,7 +92,8 @@ class Services {
   Services() = default;
   Status ensure_root();
   Result<Server> start(ServerKind kind, const std::string& name,
-                       const std::vector<std::string>& extra_args = {});
+                       const std::vector<std::string>& extra_args = {},
+                       const std::vector<std::string>& exec_prefix = {});
 
   std::string root_;
   static constexpr int kKinds = 5;
