@@ -56,11 +56,13 @@ inline claim(n, j) {
   :: else ->
 #ifdef NO_PLACE_CHECK
      pos[n * K + j] = CHECKED;
+     printf("| node %d lists store %d at place %d/%d, though it is at %d/%d: not checked\n",
+            n, STORE(n, j), j, K, place[STORE(n, j)] - 1, K)
 #else
      pos[n * K + j] = REFUSED;
-#endif
-     printf("| node %d lists store %d at place %d/%d, but it is at %d/%d\n",
+     printf("| node %d lists store %d at place %d/%d, but it is at %d/%d: refused\n",
             n, STORE(n, j), j, K, place[STORE(n, j)] - 1, K)
+#endif
   fi
 }
 
