@@ -78,10 +78,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/idforge-model.XXXXXX")
 cleanup() { if [ "$keep" = 1 ]; then echo "model check: kept $work"; else rm -rf "$work"; fi; }
 trap cleanup EXIT
 
-# One run in its own directory: spin -a, compile, pan, and for a repeat the replay.
-# A real model is searched depth-first over its whole state space (-O1: most of its
-# time is the search); a model with a guard out breadth-first, so that its trail is the
-# shortest story (-O0: it stops at the first repeat, so compiling is most of its time).
+# One run in its own directory: spin -a, compile, pan, and for a repeat the replay
+# (spin -t, the model's printf lines: the story). The search and the -O level are chosen
+# as the list above says.
 one() {
   local name=$1 model=$2 flags=$3 expect=$4 search=$5
   local dir=$work/$name
