@@ -3,12 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -40,7 +41,7 @@ class LocalRecords final : public FleetRecords {
   Result<FleetRecord> read(std::string_view name) override {
     IDFORGE_RETURN_IF_ERROR(check_record_name(name));
     std::lock_guard guard(mu_);
-    IDFORGE_RETURN_IF_ERROR(with_flock(LOCK_SH, [&] { return refresh_locked(); }));
+    IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/true, [&] { return refresh_locked(); }));
     auto it = records_.find(name);
     if (it == records_.end()) return FleetRecord{};
     return FleetRecord{true, it->second};
@@ -54,7 +55,7 @@ class LocalRecords final : public FleetRecords {
     }
     std::lock_guard guard(mu_);
     bool replaced = false;
-    IDFORGE_RETURN_IF_ERROR(with_flock(LOCK_EX, [&]() -> Status {
+    IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/false, [&]() -> Status {
       IDFORGE_RETURN_IF_ERROR(refresh_locked());
       FleetRecord current;
       if (auto it = records_.find(name); it != records_.end()) current = {true, it->second};
@@ -73,27 +74,12 @@ class LocalRecords final : public FleetRecords {
 
  private:
   // Runs fn under an flock of DIR/fleet-records.lock (the log itself is replaced by
-  // compaction, so it cannot carry the lock).
-  template <typename Fn>
-  Status with_flock(int how, Fn fn) {
-    const std::string lock_path = path_ + ".lock";
-    Fd lock{::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
-    if (lock.fd < 0 && errno == ENOENT && how == LOCK_SH) {
-      return fn();  // no directory yet, so no log: a read creates nothing
-    }
-    if (lock.fd < 0 && errno == ENOENT) {
-      IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
-      lock.fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    }
-    if (lock.fd < 0) {
-      return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
-    }
-    while (::flock(lock.fd, how) != 0) {
-      if (errno != EINTR) {
-        return Status::IoError(fmt::format("lock {}: {}", lock_path, text::errno_text()));
-      }
-    }
-    return fn();  // closing the descriptor drops the flock
+  // compaction, so it cannot carry the lock). A read of a directory that does not exist
+  // yet has no log to read and creates nothing.
+  Status with_flock(bool shared, const std::function<Status()>& fn) {
+    if (shared && !std::filesystem::exists(dir_)) return fn();
+    if (!shared) IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
+    return store::with_file_lock(path_ + ".lock", fn, shared);
   }
 
   // Takes in what other processes appended since the last look; everything again when
@@ -196,7 +182,6 @@ class LocalRecords final : public FleetRecords {
   Status compact_locked() {
     std::string whole(kHeader);
     for (const auto& [name, value] : records_) whole += fmt::format("{} {}\n", name, value);
-    IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
     IDFORGE_RETURN_IF_ERROR(store::write_file_durably(path_, whole));
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) {

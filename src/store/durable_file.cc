@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,6 +82,22 @@ Status make_dirs_durably(const std::string& dir, std::string_view what) {
     return Status::InvalidArgument(fmt::format("{} '{}' is not a directory", what, dir));
   }
   return Status::Ok();
+}
+
+Status with_file_lock(const std::string& lock_path, const std::function<Status()>& fn,
+                      bool shared) {
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
+  Status st = Status::Ok();
+  while (::flock(lock, shared ? LOCK_SH : LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      st = Status::IoError(fmt::format("lock {}: {}", lock_path, text::errno_text()));
+      break;
+    }
+  }
+  if (st.ok()) st = fn();
+  ::close(lock);  // drops the flock
+  return st;
 }
 
 }  // namespace idforge::store

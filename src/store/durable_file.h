@@ -2,6 +2,7 @@
 // local records and the data directory itself are written with.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,12 @@ Status write_file_durably(const std::string& path, std::string_view text);
 // its parent, so a crash cannot take a directory away with the files written into it.
 // Ok when it exists already; InvalidArgument naming `what` when it is not a directory.
 Status make_dirs_durably(const std::string& dir, std::string_view what);
+
+// Runs `fn` with an flock on `lock_path` (created, mode 0600, if missing) held:
+// exclusive, or shared with `shared`. Files that compaction replaces cannot carry their
+// own lock, so their writers share one beside them (PATH.lock). IoError when the lock
+// cannot be opened or taken; otherwise what `fn` returns.
+Status with_file_lock(const std::string& lock_path, const std::function<Status()>& fn,
+                      bool shared = false);
 
 }  // namespace idforge::store

@@ -31,25 +31,6 @@ bool valid_word(std::string_view w) {
   return true;
 }
 
-// Runs `fn` with the flock on PATH.lock held: one writer at a time among the processes
-// that share the data directory (`idforge serve`, `idforge next --tag`).
-template <typename Fn>
-Status with_file_lock(const std::string& path, Fn fn) {
-  const std::string lock_path = path + ".lock";
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
-  Status st = Status::Ok();
-  while (::flock(lock, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      st = Status::IoError(fmt::format("lock {}: {}", lock_path, text::errno_text()));
-      break;
-    }
-  }
-  if (st.ok()) st = fn();
-  ::close(lock);  // drops the flock
-  return st;
-}
-
 }  // namespace
 
 std::string place_name(uint32_t index, uint32_t count) {
@@ -60,7 +41,8 @@ Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<ServedMarks> marks, read(std::move(path)));
   if (marks->torn_) {
     // Appends start on a fresh line: write the file anew without the cut-short one.
-    IDFORGE_RETURN_IF_ERROR(with_file_lock(marks->path_, [&] { return marks->compact_locked(); }));
+    IDFORGE_RETURN_IF_ERROR(
+        with_file_lock(marks->path_ + ".lock", [&] { return marks->compact_locked(); }));
   }
   return marks;
 }
@@ -130,7 +112,7 @@ Status ServedMarks::parse(const std::string& text) {
 
 Status ServedMarks::append_locked(const std::string& line, bool sync) {
   if (path_.empty()) return Status::Ok();
-  return with_file_lock(path_, [&]() -> Status {
+  return with_file_lock(path_ + ".lock", [&]() -> Status {
     const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return compact_locked();  // the first write: the whole file
     if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
