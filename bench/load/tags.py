@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 TOKEN = "b" * 32
 CLIENTS = 8
+# The SQLite store's own allocation, kAllocateSql in src/store/sqlite_store.cc: keep the two
+# the same, or the baseline measures another statement.
 ALLOCATE_SQL = (
     "UPDATE idforge_segments"
     " SET max_id = max_id + (CASE WHEN ?1 > 0 THEN ?1 ELSE step END), updated_at = ?2"
