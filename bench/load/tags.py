@@ -12,7 +12,9 @@ rate: the UPDATE ... RETURNING the SQLite store runs for a range, one transactio
 with the store's settings (WAL, synchronous=FULL), from Python's sqlite3 on the same
 database without idforge (SQLite commits one transaction at a time, so one client is
 its best). The two alternate in blocks of 100 tags, so a noisy machine
-slows both alike; the ratio is idforge's time over the store's.
+slows both alike; the ratio is idforge's time over the store's. Then the same requests
+once more, every tag loaded: what HTTP and the Python clients cost without a range to
+fetch, the floor under the first IDs on this machine.
 
 Usage: bench/load/tags.py [--idforge build/idforge] [--tags 1000,10000,50000]
 """
@@ -127,6 +129,12 @@ def serve_round(binary, tags, data_dir):
             cpu_s += proc_cpu_seconds(server.pid) - cpu_before
             store_s += store_allocate(db, names)
         db.close()
+        # The same requests again, each tag loaded now: what HTTP and the clients cost
+        # without a range to fetch, measured in the same run.
+        start = time.monotonic()
+        for block in range(0, tags, 100):
+            list(pool.map(first_id, [f"t{i}" for i in range(block, min(tags, block + 100))]))
+        loaded_s = time.monotonic() - start
         pool.shutdown()
         rss = proc_status_mb(server.pid, "VmRSS")
         peak = proc_status_mb(server.pid, "VmHWM")
@@ -136,7 +144,8 @@ def serve_round(binary, tags, data_dir):
         metrics_s, metrics = timed_get(conn, "/metrics")
         status_s, status = timed_get(conn, "/v1/status")
         one_s, _ = timed_get(conn, "/v1/status?tag=t0")
-        return {"late": late[0], "created_s": created_s, "first_s": first_s, "store_s": store_s, "cpu_s": cpu_s,
+        return {"late": late[0], "created_s": created_s, "first_s": first_s, "store_s": store_s,
+                "cpu_s": cpu_s, "loaded_s": loaded_s,
                 "rss": rss,
                 "peak": peak, "maps": maps, "metrics_ms": metrics_s * 1000,
                 "metrics_kb": len(metrics) / 1024, "status_ms": status_s * 1000,
@@ -156,16 +165,19 @@ def main():
     if not os.access(binary, os.X_OK):
         sys.exit(f"tags.py: {args.idforge} is not built; run make build")
     print(f"# {time.strftime('%Y-%m-%d')}, {os.uname().nodename}, {os.cpu_count()} cores")
-    print("| tags | first ID of every tag | the store alone | ratio | server CPU | RSS after "
+    print("| tags | first ID of every tag | the store alone | ratio | an ID of a loaded tag "
+          "| server CPU | RSS after "
           "| peak RSS | mappings | /metrics | /v1/status | /v1/status?tag= | answered late |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+          "| ---: |")
     for n in counts:
         work = tempfile.mkdtemp(prefix="idforge-tags-")
         try:
             r = serve_round(binary, n, os.path.join(work, "data"))
             store_s = r["store_s"]
             print(f"| {n:,} | {r['first_s']:.1f} s | {store_s:.1f} s "
-                  f"| {r['first_s'] / store_s:.2f} | {r['cpu_s']:.1f} s | {r['rss']:.0f} MB "
+                  f"| {r['first_s'] / store_s:.2f} | {r['loaded_s']:.1f} s "
+                  f"| {r['cpu_s']:.1f} s | {r['rss']:.0f} MB "
                   f"| {r['peak']:.0f} MB | {r['maps']:,} "
                   f"| {r['metrics_ms']:.0f} ms, {r['metrics_kb']:.0f} KB "
                   f"| {r['status_ms']:.0f} ms, {r['status_kb']:.0f} KB "

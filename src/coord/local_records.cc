@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -36,7 +37,13 @@ struct Fd {
 class LocalRecords final : public FleetRecords {
  public:
   LocalRecords(std::string dir, std::string described)
-      : dir_(std::move(dir)), path_(dir_ + "/fleet-records"), described_(std::move(described)) {}
+      : dir_(std::move(dir)),
+        path_(dir_ + "/fleet-records"),
+        described_(std::move(described)),
+        lock_(path_ + ".lock") {}
+  ~LocalRecords() override {
+    if (log_fd_ >= 0) ::close(log_fd_);
+  }
 
   Result<FleetRecord> read(std::string_view name) override {
     IDFORGE_RETURN_IF_ERROR(check_record_name(name));
@@ -53,20 +60,24 @@ class LocalRecords final : public FleetRecords {
     if (value.find('\n') != std::string_view::npos) {
       return Status::InvalidArgument("a fleet record's value is one line");
     }
-    std::lock_guard guard(mu_);
     bool replaced = false;
-    IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/false, [&]() -> Status {
-      IDFORGE_RETURN_IF_ERROR(refresh_locked());
-      FleetRecord current;
-      if (auto it = records_.find(name); it != records_.end()) current = {true, it->second};
-      if (!(current == expected)) {
-        *now = std::move(current);
+    Written written;
+    {
+      std::lock_guard guard(mu_);
+      IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/false, [&]() -> Status {
+        IDFORGE_RETURN_IF_ERROR(refresh_locked());
+        FleetRecord current;
+        if (auto it = records_.find(name); it != records_.end()) current = {true, it->second};
+        if (!(current == expected)) {
+          *now = std::move(current);
+          return Status::Ok();
+        }
+        IDFORGE_ASSIGN_OR_RETURN(written, append_locked(name, value));
+        replaced = true;
         return Status::Ok();
-      }
-      IDFORGE_RETURN_IF_ERROR(append_locked(name, value));
-      replaced = true;
-      return Status::Ok();
-    }));
+      }));
+    }
+    if (replaced) IDFORGE_RETURN_IF_ERROR(sync_through(written));
     return replaced;
   }
 
@@ -76,17 +87,27 @@ class LocalRecords final : public FleetRecords {
   // Runs fn under an flock of DIR/fleet-records.lock (the log itself is replaced by
   // compaction, so it cannot carry the lock). A read of a directory that does not exist
   // yet has no log to read and creates nothing.
+  // The lock file stays open (store::LockFile) once the directory is there.
   Status with_flock(bool shared, const std::function<Status()>& fn) {
-    if (shared && !std::filesystem::exists(dir_)) return fn();
-    if (!shared) IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
-    return store::with_file_lock(path_ + ".lock", fn, shared);
+    if (!dir_made_) {
+      if (shared && !std::filesystem::exists(dir_)) return fn();
+      if (!shared) {
+        IDFORGE_RETURN_IF_ERROR(store::make_dirs_durably(dir_, "registry directory"));
+        dir_made_ = true;
+      }
+    }
+    return lock_.with_lock(fn, shared);
   }
 
   // Takes in what other processes appended since the last look; everything again when
-  // one of them wrote the log anew.
+  // one of them wrote the log anew (another inode: the log is opened again). Under the
+  // flock, so the log cannot be replaced between the stat and the open.
   Status refresh_locked() {
-    Fd in{::open(path_.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (in.fd < 0 && errno == ENOENT) {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) {
+      if (errno != ENOENT) {
+        return Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
+      }
       if (exists_) return Status::IoError(fmt::format("{} disappeared", path_));
       if (!imported_) {
         imported_ = true;
@@ -94,15 +115,12 @@ class LocalRecords final : public FleetRecords {
       }
       return Status::Ok();
     }
-    if (in.fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
-    struct stat st {};
-    if (::fstat(in.fd, &st) != 0) {
-      return Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
-    }
     const auto size = static_cast<uint64_t>(st.st_size);
     if (!exists_ || st.st_ino != inode_ || size < offset_) {
+      IDFORGE_RETURN_IF_ERROR(open_log_locked());
       records_.clear();
       offset_ = 0;
+      ++generation_;  // offsets below count in another file
       inode_ = st.st_ino;
       exists_ = true;
       compact_bytes_ = size;
@@ -113,7 +131,7 @@ class LocalRecords final : public FleetRecords {
     size_t got = 0;
     while (got < tail.size()) {
       const ssize_t n =
-          ::pread(in.fd, tail.data() + got, tail.size() - got, static_cast<off_t>(offset_ + got));
+          ::pread(log_fd_, tail.data() + got, tail.size() - got, static_cast<off_t>(offset_ + got));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Status::IoError(fmt::format("read {}: {}", path_, text::errno_text()));
       if (n == 0) break;
@@ -149,33 +167,85 @@ class LocalRecords final : public FleetRecords {
     return Status::Ok();
   }
 
-  // One fsynced line per change; a line written in part is cut off again.
-  Status append_locked(std::string_view name, std::string_view value) {
+  // Where a change ended up: the log's generation (one per rewrite) and the byte after
+  // its line. A rewrite is durable when written, so a later generation covers it.
+  struct Written {
+    uint64_t generation = 0;
+    uint64_t end = 0;
+  };
+
+  // One line per change, written under the flock; its fsync comes after the flock is let
+  // go (sync_through), so changes made meanwhile, by this process or another, share one.
+  // Until then the line may be read, by a later change here or in another process, but
+  // not yet answered: a crash that loses it loses a change nobody was told of, and a
+  // decision taken on it was only more careful. A line written in part is cut off again.
+  Result<Written> append_locked(std::string_view name, std::string_view value) {
     if (!exists_) {
       records_[std::string(name)] = std::string(value);
-      return compact_locked();
+      IDFORGE_RETURN_IF_ERROR(compact_locked());
+      return Written{generation_, offset_};
     }
-    Fd out{::open(path_.c_str(), O_WRONLY | O_CLOEXEC)};
-    if (out.fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
     const std::string line = fmt::format("{} {}\n", name, value);
     Status st = Status::Ok();
-    if (torn_ && ::ftruncate(out.fd, static_cast<off_t>(offset_)) != 0) {
+    if (torn_ && ::ftruncate(log_fd_, static_cast<off_t>(offset_)) != 0) {
       st = Status::IoError(fmt::format("truncate {}: {}", path_, text::errno_text()));
-    } else if (::pwrite(out.fd, line.data(), line.size(), static_cast<off_t>(offset_)) !=
+    } else if (::pwrite(log_fd_, line.data(), line.size(), static_cast<off_t>(offset_)) !=
                static_cast<ssize_t>(line.size())) {
       st = Status::IoError(fmt::format("append to {}: {}", path_, text::errno_text()));
-    } else if (::fsync(out.fd) != 0) {
-      st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
     }
     if (!st.ok()) {
-      (void)::ftruncate(out.fd, static_cast<off_t>(offset_));
+      (void)::ftruncate(log_fd_, static_cast<off_t>(offset_));
       return st;
     }
     offset_ += line.size();
     torn_ = false;
     records_[std::string(name)] = std::string(value);
-    if (offset_ > 2 * compact_bytes_ + kCompactSlack) return compact_locked();
-    return Status::Ok();
+    if (offset_ > 2 * compact_bytes_ + kCompactSlack) {
+      IDFORGE_RETURN_IF_ERROR(compact_locked());
+    }
+    return Written{generation_, offset_};
+  }
+
+  // Returns once the log is durable through `w`: at once if an fsync that began after
+  // it was written has ended, after the one under way if that began later, else after
+  // an fsync of its own that covers every line written so far.
+  Status sync_through(Written w) {
+    std::unique_lock lock(sync_mu_);
+    for (;;) {
+      if (synced_.generation > w.generation ||
+          (synced_.generation == w.generation && synced_.end >= w.end)) {
+        return Status::Ok();
+      }
+      if (!syncing_) break;
+      sync_done_.wait(lock);
+    }
+    syncing_ = true;
+    lock.unlock();
+    Written target;
+    Status st = Status::Ok();
+    {
+      Fd out;
+      {
+        std::lock_guard guard(mu_);
+        target = Written{generation_, offset_};
+        out.fd = ::dup(log_fd_);  // the log may be opened again while the fsync runs
+      }
+      // The fsync covers the lines of the file log_fd_ held, which are all those up to
+      // target; a rewrite since is durable by itself.
+      if (out.fd < 0) {
+        st = Status::IoError(fmt::format("dup {}: {}", path_, text::errno_text()));
+      } else if (::fsync(out.fd) != 0) {
+        st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
+      }
+    }
+    lock.lock();
+    syncing_ = false;
+    if (st.ok() && (target.generation > synced_.generation ||
+                    (target.generation == synced_.generation && target.end > synced_.end))) {
+      synced_ = target;
+    }
+    sync_done_.notify_all();
+    return st;
   }
 
   // The log written anew: one line per record.
@@ -183,15 +253,26 @@ class LocalRecords final : public FleetRecords {
     std::string whole(kHeader);
     for (const auto& [name, value] : records_) whole += fmt::format("{} {}\n", name, value);
     IDFORGE_RETURN_IF_ERROR(store::write_file_durably(path_, whole));
+    IDFORGE_RETURN_IF_ERROR(open_log_locked());
     struct stat st {};
-    if (::stat(path_.c_str(), &st) != 0) {
+    if (::fstat(log_fd_, &st) != 0) {
       return Status::IoError(fmt::format("stat {}: {}", path_, text::errno_text()));
     }
     exists_ = true;
     inode_ = st.st_ino;
+    ++generation_;
     offset_ = whole.size();
     compact_bytes_ = whole.size();
     torn_ = false;
+    return Status::Ok();
+  }
+
+  // log_fd_ on the file now at path_, for reading, appending and fsyncs.
+  Status open_log_locked() {
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
+    if (log_fd_ >= 0) ::close(log_fd_);
+    log_fd_ = fd;
     return Status::Ok();
   }
 
@@ -225,6 +306,9 @@ class LocalRecords final : public FleetRecords {
   const std::string path_;
   const std::string described_;
   std::mutex mu_;  // the fields below; held around the flock
+  store::LockFile lock_;
+  bool dir_made_ = false;  // dir_ was created (or found) by an exclusive lock
+  int log_fd_ = -1;        // the log at inode_, open while exists_
   std::map<std::string, std::string, std::less<>> records_;
   bool exists_ = false;         // the log has been seen
   bool imported_ = false;       // DIR/fleet was looked at
@@ -232,6 +316,12 @@ class LocalRecords final : public FleetRecords {
   uint64_t offset_ = 0;         // bytes of whole lines taken in
   bool torn_ = false;           // the log goes on past offset_ with a line cut short
   uint64_t compact_bytes_ = 0;  // its size when last written whole
+  uint64_t generation_ = 0;     // files the offsets have counted in: one per rewrite seen
+
+  std::mutex sync_mu_;  // the fields below; taken after mu_ is let go, never around it
+  std::condition_variable sync_done_;
+  bool syncing_ = false;  // one fsync at a time; the others wait for it
+  Written synced_;        // durable through here
 };
 
 }  // namespace

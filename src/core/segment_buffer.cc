@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <system_error>
-#include <thread>
 
+#include "fetch_workers.h"
 #include "segment_buffer_impl.h"
 
 namespace idforge {
@@ -183,15 +182,14 @@ void SegmentBufferImpl::start_fetch_locked() {
   if (Steady::now() < retry_at_) return;  // back off after a failed allocation
   fetching_ = true;
   const uint64_t step = next_step_locked(clock_->now_ms());
-  // A detached thread per fetch: a joinable one would keep its stack (two mappings and
-  // the pages it touched) until the next fetch, for every tag ever served. The
-  // destructor waits for fetching_ instead of a join.
-  try {
-    std::thread([this, step] { fetch_once(step); }).detach();
-  } catch (const std::system_error& e) {  // out of threads: a failed fetch, retried later
+  // On a shared worker (core/fetch_workers.h), not a thread of this buffer's own: a
+  // joinable thread would keep its stack until the next fetch, for every tag ever served.
+  // The destructor waits for fetching_ instead of a join.
+  Status started = run_on_fetch_worker([this, step] { fetch_once(step); });
+  if (!started.ok()) {  // out of threads: a failed fetch, retried later
     fetching_ = false;
     fetch_failures_.fetch_add(1, std::memory_order_relaxed);
-    last_error_ = Status::Unavailable(std::string("cannot start a segment fetch: ") + e.what());
+    last_error_ = std::move(started);
     retry_at_ = Steady::now() + std::chrono::milliseconds(100);
     cv_.notify_all();
   }

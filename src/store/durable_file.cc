@@ -84,19 +84,22 @@ Status make_dirs_durably(const std::string& dir, std::string_view what) {
   return Status::Ok();
 }
 
-Status with_file_lock(const std::string& lock_path, const std::function<Status()>& fn,
-                      bool shared) {
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) return Status::IoError(fmt::format("open {}: {}", lock_path, text::errno_text()));
-  Status st = Status::Ok();
-  while (::flock(lock, shared ? LOCK_SH : LOCK_EX) != 0) {
+LockFile::~LockFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LockFile::with_lock(const std::function<Status()>& fn, bool shared) {
+  if (fd_ < 0) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
+  }
+  while (::flock(fd_, shared ? LOCK_SH : LOCK_EX) != 0) {
     if (errno != EINTR) {
-      st = Status::IoError(fmt::format("lock {}: {}", lock_path, text::errno_text()));
-      break;
+      return Status::IoError(fmt::format("lock {}: {}", path_, text::errno_text()));
     }
   }
-  if (st.ok()) st = fn();
-  ::close(lock);  // drops the flock
+  Status st = fn();
+  ::flock(fd_, LOCK_UN);
   return st;
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "idforge/status.h"
 
@@ -27,11 +28,26 @@ Status write_file_durably(const std::string& path, std::string_view text);
 // Ok when it exists already; InvalidArgument naming `what` when it is not a directory.
 Status make_dirs_durably(const std::string& dir, std::string_view what);
 
-// Runs `fn` with an flock on `lock_path` (created, mode 0600, if missing) held:
-// exclusive, or shared with `shared`. Files that compaction replaces cannot carry their
-// own lock, so their writers share one beside them (PATH.lock). IoError when the lock
-// cannot be opened or taken; otherwise what `fn` returns.
-Status with_file_lock(const std::string& lock_path, const std::function<Status()>& fn,
-                      bool shared = false);
+// An flock on a file beside the one it guards (PATH.lock: files that compaction
+// replaces cannot carry their own lock), kept open by its owner: taking and letting go
+// are two system calls. An flock belongs to the open file, which all the owner's threads
+// share, so the owner keeps its own threads apart (a mutex held around with_lock).
+// idforge never removes a lock file.
+class LockFile {
+ public:
+  explicit LockFile(std::string path) : path_(std::move(path)) {}
+  ~LockFile();
+  LockFile(const LockFile&) = delete;
+  LockFile& operator=(const LockFile&) = delete;
+
+  // Runs `fn` with the lock held: exclusive, or shared with `shared`. The file is opened
+  // (created, mode 0600) by the first call. IoError when it cannot be opened or locked;
+  // otherwise what `fn` returns.
+  Status with_lock(const std::function<Status()>& fn, bool shared = false);
+
+ private:
+  const std::string path_;
+  int fd_ = -1;
+};
 
 }  // namespace idforge::store

@@ -41,8 +41,7 @@ Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<ServedMarks> marks, read(std::move(path)));
   if (marks->torn_) {
     // Appends start on a fresh line: write the file anew without the cut-short one.
-    IDFORGE_RETURN_IF_ERROR(
-        with_file_lock(marks->path_ + ".lock", [&] { return marks->compact_locked(); }));
+    IDFORGE_RETURN_IF_ERROR(marks->lock_.with_lock([&] { return marks->compact_locked(); }));
   }
   return marks;
 }
@@ -112,7 +111,7 @@ Status ServedMarks::parse(const std::string& text) {
 
 Status ServedMarks::append_locked(const std::string& line, bool sync) {
   if (path_.empty()) return Status::Ok();
-  return with_file_lock(path_ + ".lock", [&]() -> Status {
+  return lock_.with_lock([&]() -> Status {
     const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return compact_locked();  // the first write: the whole file
     if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));

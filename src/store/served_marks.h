@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "idforge/status.h"
+#include "store/durable_file.h"
 
 namespace idforge::store {
 
@@ -68,7 +69,7 @@ class ServedMarks {
   const std::string& path() const { return path_; }
 
  private:
-  explicit ServedMarks(std::string path) : path_(std::move(path)) {}
+  explicit ServedMarks(std::string path) : path_(std::move(path)), lock_(path_ + ".lock") {}
   // The file as it is (absent: no marks), without mending a torn end (open() does).
   static Result<std::unique_ptr<ServedMarks>> read(std::string path);
   Status parse(const std::string& text);
@@ -84,6 +85,7 @@ class ServedMarks {
   const std::string path_;
   bool mark_fsync_ = true;
   mutable std::mutex mu_;
+  LockFile lock_;  // PATH.lock, kept open; taken with mu_ held
   // place -> tag -> highest
   std::map<std::string, std::map<std::string, uint64_t, std::less<>>, std::less<>> marks_;
   std::map<std::string, std::string, std::less<>> identities_;  // place -> identity

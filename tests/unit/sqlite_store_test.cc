@@ -256,6 +256,66 @@ TEST_F(SqliteStoreTest, TwoConnectionsHammeringNeverOverlap) {
   EXPECT_EQ(a->get_tag("order")->max_id, expect_first - 1);
 }
 
+// A burst of first requests asks for many tags at once: their allocations share
+// transactions (fewer commits than ranges, counted in WAL frames: one a commit here),
+// a tag the store does not know is answered NotFound without failing the others, and
+// every range is the tag's own, contiguous with the one before.
+TEST_F(SqliteStoreTest, RangesAskedForAtOnceShareCommitsAndStayContiguous) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  constexpr int kThreads = 8;
+  constexpr int kEach = 40;
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_TRUE(store->create_tag(spec("t" + std::to_string(t), 1, 10)).ok());
+  }
+  sqlite3* raw = raw_connection();
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  std::vector<std::vector<Segment>> got(kThreads);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        if (i % 10 == 0) {
+          auto missing = store->allocate("no-such-tag", 0);
+          if (missing.status().code() != StatusCode::kNotFound) {
+            failures.fetch_add(1);
+            ADD_FAILURE() << missing.status().to_string();
+          }
+        }
+        auto seg = store->allocate("t" + std::to_string(t), 0);
+        if (!seg.ok()) {
+          failures.fetch_add(1);
+          ADD_FAILURE() << seg.status().to_string();
+          return;
+        }
+        got[static_cast<size_t>(t)].push_back(*seg);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (int t = 0; t < kThreads; ++t) {
+    uint64_t expect_first = 1;
+    for (const Segment& seg : got[static_cast<size_t>(t)]) {
+      ASSERT_EQ(seg.first, expect_first) << "t" << t;
+      ASSERT_EQ(seg.count, 10u);
+      expect_first = seg.last() + 1;
+    }
+    EXPECT_EQ(store->get_tag("t" + std::to_string(t))->max_id, expect_first - 1);
+  }
+  // (busy, frames in the WAL, frames checkpointed): one frame per commit of the one page.
+  int log_frames = -1;
+  int checkpointed = -1;
+  ASSERT_EQ(sqlite3_wal_checkpoint_v2(raw, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames,
+                                      &checkpointed),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_GT(log_frames, 0);
+  EXPECT_LT(log_frames, kThreads * kEach) << "every range committed by itself";
+}
+
 TEST_F(SqliteStoreTest, OverflowPast63BitsIsOutOfRange) {
   auto store = open();
   ASSERT_TRUE(store);
