@@ -40,7 +40,7 @@ snowflake.etcd.no_reservation         | snowflake.pml | -DNO_RESERVATION -DMAX_F
 snowflake.etcd.no_acquired_mark       | snowflake.pml | -DNO_ACQUIRED_MARK -DMAX_FAULTS=2 -DTMAX=2      | repeats
 snowflake.etcd.no_release_check       | snowflake.pml | -DNO_RELEASE_CHECK -DMAX_FAULTS=2 -DTMAX=5      | repeats
 snowflake.etcd.no_layout_floor        | snowflake.pml | -DNO_LAYOUT_FLOOR -DMAX_FAULTS=2 -DTMAX=2       | repeats
-snowflake.etcd.hole_layout_stop       | snowflake.pml | -DLAYOUT_STOP -DTMAX=2                          | repeats
+snowflake.etcd.no_stop_layout         | snowflake.pml | -DNO_STOP_LAYOUT -DTMAX=2                       | repeats
 snowflake.redis                       | snowflake.pml | -DREDIS                                        | holds quick
 snowflake.redis.no_fence              | snowflake.pml | -DREDIS -DNO_FENCE                             | repeats dfs
 snowflake.redis.no_start_delay        | snowflake.pml | -DREDIS -DNO_START_DELAY -DMAX_FAULTS=0         | repeats

@@ -28,8 +28,8 @@
  *   NO_LAYOUT_FLOOR   a new layout starts above the old one's IDs (first_tick_above)
  *   NO_START_DELAY    (REDIS) a slot taken within 2 x ttl of a lost history waits
  *   NO_JUMP_GUARD     (REDIS) a forward clock jump is not followed (trusted_ms)
- * LAYOUT_STOP lifts the one restriction of the real model (see the clean stop): a
- * holder that stops having issued nothing under a new layout, a hole in today's code. */
+ *   NO_STOP_LAYOUT    a clean stop that issued nothing at or above the mark it found
+ *                     labels that mark with its own layout (LeaseKeeper::stop) */
 
 #include "ids.pml"
 
@@ -346,14 +346,10 @@ end:
   /* A clean stop: the server drains its requests, LeaseKeeper::stop fences and calls
    * WorkerRegistry::release_at_mark with max(last ID's time, the mark at acquire),
    * written only while the lease is still this node's; a lost lease is left alone.
-   * The real model leaves out one schedule, which LAYOUT_STOP shows to be a hole: a
-   * holder that issued nothing at or above the acquired mark, under a layout other
-   * than the mark's, labels the old layout's mark with its own. */
-  :: atomic { (st[n] != FREE && pend[n] == 0 && FAULT(STOP)
-#ifndef LAYOUT_STOP
-               && (st[n] == LOST || LAST(n) >= acqm[n] || acql[n] == lay[n])
-#endif
-              ) ->
+   * A holder that issued nothing at or above the mark it found releases that mark
+   * under the layout it was written in: labelled with the holder's own layout, an
+   * earlier layout's mark would be read in the wrong terms by the next start. */
+  :: atomic { (st[n] != FREE && pend[n] == 0 && FAULT(STOP)) ->
        faults++;
        if
        :: (st[n] == HOLD && !part[n]
@@ -366,9 +362,17 @@ end:
 #else
           fl = MAX(LAST(n), acqm[n]);
 #endif
-          mark = fl; mlay = lay[n]; holder = 0;
+          mark = fl; holder = 0;
+#ifdef NO_STOP_LAYOUT
+          mlay = lay[n];
+#else
+          if
+          :: LAST(n) >= acqm[n] -> mlay = lay[n]
+          :: else -> mlay = acql[n]
+          fi;
+#endif
           printf("| t=%d node %d stops cleanly: the slot is released at mark %d, layout %d (release_at_mark)\n",
-                 now, n, fl, lay[n]); fl = 0
+                 now, n, fl, mlay); fl = 0
        :: else ->
           printf("| t=%d node %d stops; the lease is not its own to release\n", now, n)
        fi;

@@ -415,7 +415,13 @@ Status LeaseKeeper::stop() {
     confirmed = confirmed_mark_;
     sending.high_water_layout = mark_layout_;
     if (generator_ != nullptr) {
-      final_mark = std::max(generator_->last_unix_ms(), lease_.high_water_ms);
+      const int64_t last = generator_->last_unix_ms();
+      final_mark = std::max(last, lease_.high_water_ms);
+      // Nothing issued at or above the mark found at acquire: it is released as it was,
+      // in the layout it was written in. Labelled with this run's layout, an earlier
+      // layout's mark would be read in the wrong terms by the next start, which could then
+      // issue IDs the earlier run issued (model/snowflake.pml, NO_STOP_LAYOUT).
+      if (last < lease_.high_water_ms) sending.high_water_layout = lease_.high_water_layout;
     }
   }
   Status result;

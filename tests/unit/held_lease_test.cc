@@ -122,7 +122,8 @@ class HeldLeaseFilesTest : public ::testing::Test {
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
   // Issues IDs on a lease of the local registry in dir_: {first, last}.
-  Result<std::pair<uint64_t, uint64_t>> run(const Layout& layout, int64_t max_drift_ms) {
+  Result<std::pair<uint64_t, uint64_t>> run(const Layout& layout, int64_t max_drift_ms,
+                                            size_t count = 5000) {
     Result<OpenedRegistry> opened = open_worker_registry("local:" + dir_, layout, "test", dir_);
     if (!opened.ok()) return opened.status();
     Result<std::unique_ptr<HeldLease>> held = HeldLease::acquire(std::move(*opened), "me");
@@ -133,9 +134,10 @@ class HeldLeaseFilesTest : public ::testing::Test {
     o.max_startup_wait_ms = 0;
     Result<SnowflakeGenerator*> gen = (*held)->make_generator(o);
     if (!gen.ok()) return gen.status();
-    std::vector<uint64_t> ids(5000);
-    IDFORGE_RETURN_IF_ERROR((*gen)->next_batch(ids));
+    std::vector<uint64_t> ids(count);
+    if (count > 0) IDFORGE_RETURN_IF_ERROR((*gen)->next_batch(ids));
     IDFORGE_RETURN_IF_ERROR((*held)->release());
+    if (count == 0) return std::make_pair(uint64_t{0}, uint64_t{0});
     return std::make_pair(ids.front(), ids.back());
   }
   std::string mark_file() const {
@@ -168,6 +170,26 @@ TEST_F(HeldLeaseFilesTest, TheSlotsMarkCarriesItsLayoutAcrossALayoutChange) {
   Result<std::pair<uint64_t, uint64_t>> third = run(Layout::twitter(), 10'000);
   ASSERT_TRUE(third.ok()) << third.status().to_string();
   EXPECT_GT(third->first, second->second);
+}
+
+// A run under a new layout that stops before issuing anything at or above the mark it
+// found leaves that mark in the layout it was written in: relabelled with its own, the
+// mark would be read as a smaller ID by the next start under the new layout, which
+// would then issue IDs the first run issued (model/snowflake.pml, snowflake.etcd with
+// NO_STOP_LAYOUT: the repeat SPIN found).
+TEST_F(HeldLeaseFilesTest, AStopThatIssuedNothingKeepsTheMarksLayout) {
+  Result<std::pair<uint64_t, uint64_t>> first = run(Layout::twitter(), 1000);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  Layout later = Layout::parse("time:41,datacenter:5,worker:5,sequence:12",
+                               Layout::twitter().epoch_ms() + 3000)
+                     .value();
+  ASSERT_TRUE(run(later, 10'000, /*count=*/0).ok());
+  EXPECT_NE(mark_file().find("\nlayout " + mark_layout_key(Layout::twitter()) + "\n"),
+            std::string::npos)
+      << mark_file();
+  Result<std::pair<uint64_t, uint64_t>> third = run(later, 10'000);
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  EXPECT_GT(third->first, first->second);
 }
 
 }  // namespace
