@@ -56,7 +56,7 @@ segments.self.no_served_marks         | segments.pml  | -DSELF -DNO_SERVED_MARKS
 striped.fleet                         | striped.pml   |                                                | holds quick
 striped.static                        | striped.pml   | -DSTATIC                                       | holds quick
 striped.static.no_place_check         | striped.pml   | -DSTATIC -DNO_PLACE_CHECK                      | repeats
-striped.static.hole_down_at_start     | striped.pml   | -DSTATIC -DSTRIPED_DOWN                        | repeats
+striped.static.no_all_places         | striped.pml   | -DSTATIC -DNO_ALL_PLACES                       | repeats
 '
 
 if [ "$list" = 1 ]; then

@@ -11,12 +11,15 @@
  * already. Property: no ID twice (ids.pml). What one store does when it goes back is
  * segments.pml's: each place has its own guard, marks and floor record.
  *
- * Configurations: (default) a fleet with a shared registry, stores that may not
- * answer when a node starts; -DSTATIC no fleet floor (static: worker ids), every store
- * answering at every start. Guard, removable with -D:  NO_PLACE_CHECK  claim_place.
- * STRIPED_DOWN, with STATIC, lets a store be unreachable when a node starts: a hole in
- * today's code (two nodes that list the stores in different orders, each starting
- * while the other's first store is down, record both stores at place 0). */
+ * Configurations: (default) a fleet with a shared registry; -DSTATIC no fleet floor
+ * (static: worker ids). In both, a store may not answer when a node starts. Guards,
+ * removable with -D:
+ *   NO_PLACE_CHECK  claim_place
+ *   NO_ALL_PLACES   (STATIC) a node serves from the set once every place has been
+ *                   confirmed by its store (StoreGuard::check_every_place_confirmed):
+ *                   without it two nodes that list the stores in different orders, each
+ *                   starting while the other's first store is down, record both stores
+ *                   at place 0 */
 
 #include "ids.pml"
 
@@ -40,7 +43,6 @@ byte pos[N * K];            /* node n's guard at list position j */
 bit  mistake;               /* one node is configured so (at most once) */
 byte outages;
 #ifndef STATIC
-#define STRIPED_DOWN 1      /* with a fleet floor, stores may be down at any start */
 byte taken[K];              /* the fleet floor: numbers taken at each place (a bitmask) */
 #endif
 
@@ -66,7 +68,13 @@ inline claim(n, j) {
   fi
 }
 
-#define USABLE(n, j) (pos[(n) * K + (j)] == CHECKED && !down[STORE(n, j)] && smax[STORE(n, j)] < MAXM)
+#if defined(STATIC) && !defined(NO_ALL_PLACES)
+#define CONFIRMED(n) (pos[(n) * K] == CHECKED && pos[(n) * K + 1] == CHECKED)
+#else
+#define CONFIRMED(n) 1
+#endif
+#define USABLE(n, j) (CONFIRMED(n) && pos[(n) * K + (j)] == CHECKED && !down[STORE(n, j)] && \
+                      smax[STORE(n, j)] < MAXM)
 
 proctype node(byte n) {
   byte j;
@@ -129,7 +137,6 @@ init {
   atomic { run node(0); run node(1) }
 end:
   do
-#ifdef STRIPED_DOWN
   /* A store stops answering for a while (at most twice in a run). */
   :: atomic { outages < 2 && !down[0] && !down[1] ->
        outages++;
@@ -137,7 +144,6 @@ end:
           :: down[1] = 1; printf("| store 1 does not answer\n")
        fi
      }
-#endif
   :: atomic { down[0] || down[1] ->
        down[0] = 0; down[1] = 0; printf("| the stores answer again\n")
      }

@@ -208,6 +208,7 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
     std::lock_guard state(mu_);
     verified = verified_;
   }
+  IDFORGE_RETURN_IF_ERROR(check_every_place_confirmed(tag));
   IDFORGE_ASSIGN_OR_RETURN(Segment seg, store_->allocate(tag, step));
 
   if (!seg.identity.empty() && seg.identity != verified) {
@@ -325,6 +326,30 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
     range_problem_.clear();
   }
   return seg;
+}
+
+// Striped stores without a fleet floor (static: worker ids): each store records only its
+// own place, so two nodes that list the stores in different orders, each started while
+// the other's first store did not answer, could record both stores at place 0 and hand
+// out the same residue (model/striped.pml, striped.static with stores down at a start).
+// So a store is used only once this data directory has seen every place of the set
+// confirmed by its store (an identity recorded for it, which check_locked writes after
+// claim_place); from then on a store that is down at a start is simply skipped.
+Status StoreGuard::check_every_place_confirmed(std::string_view tag) const {
+  if (settings_.fleet != nullptr || count_ <= 1) return Status::Ok();
+  for (uint32_t j = 0; j < count_; ++j) {
+    if (j == index_) continue;
+    const std::string other = place_name(j, count_);
+    if (settings_.marks->seen_identity(other).empty()) {
+      return Status::Unavailable(fmt::format(
+          "tag {}: the striped store at place {} has not yet confirmed its place for this data "
+          "directory, so {} at place {} is not used: without a fleet floor (static: worker ids) "
+          "a node serves from striped stores once each has answered it (another node that "
+          "lists them in another order could otherwise record two stores at one place)",
+          tag, other, store_->describe(), place_));
+    }
+  }
+  return Status::Ok();
 }
 
 GuardStatus StoreGuard::status() const {

@@ -96,6 +96,8 @@ class StoreGuard final : public RangeSource {
   SegmentStore* store() const { return store_; }
 
  private:
+  // Unavailable while a striped set without a fleet floor has a place not yet confirmed.
+  Status check_every_place_confirmed(std::string_view tag) const;
   Status check_locked();
   // One range, guarded; *raised when it was refused and the tag moved past it.
   Result<Segment> allocate_once(std::string_view tag, uint64_t step, bool* raised);

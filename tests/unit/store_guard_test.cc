@@ -254,6 +254,46 @@ TEST_F(StoreGuardTest, AStoreListedAtAnotherPlaceIsRefused) {
   EXPECT_EQ(fewer.check().code(), StatusCode::kInvalidArgument);
 }
 
+// Striped stores without a fleet floor: two nodes list the stores in different orders
+// and each starts while the other's first store does not answer. Each records its one
+// answering store at place 0; were either to serve, both would hand out residue 0
+// (model/striped.pml, striped.static.down_at_start). Each waits for the other place,
+// and when the stores answer, the order that does not match is refused.
+TEST_F(StoreGuardTest, StripedStoresServeOnceEveryPlaceIsConfirmed) {
+  RewindableStore other;
+  ASSERT_TRUE(record_new_store_identity(other).ok());
+  TagSpec spec;
+  spec.name = "order";
+  ASSERT_TRUE(other.create_tag(spec).ok());
+  auto m0 = marks("n0");
+  auto m1 = marks("n1");
+  // Node 0 lists (store_, other), node 1 (other, store_); the second of each is down.
+  StoreGuard n0_first(&store_, 0, 2, settings(m0.get()));
+  StoreGuard n1_first(&other, 0, 2, settings(m1.get()));
+  Result<Segment> a = n0_first.allocate("order", 0);
+  Result<Segment> b = n1_first.allocate("order", 0);
+  EXPECT_EQ(a.status().code(), StatusCode::kUnavailable) << a.status().to_string();
+  EXPECT_EQ(b.status().code(), StatusCode::kUnavailable) << b.status().to_string();
+  EXPECT_NE(a.status().message().find("place 1/2 has not yet confirmed"), std::string::npos)
+      << a.status().message();
+  // The stores answer: each node's second store is at place 0 already.
+  StoreGuard n0_second(&other, 1, 2, settings(m0.get()));
+  StoreGuard n1_second(&store_, 1, 2, settings(m1.get()));
+  EXPECT_EQ(n0_second.check().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(n1_second.check().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(n0_first.allocate("order", 0).ok());
+  EXPECT_FALSE(n1_first.allocate("order", 0).ok());
+  // One order, every place confirmed once: a store down later is no reason to wait.
+  auto m2 = marks("n2");
+  RewindableStore third;
+  ASSERT_TRUE(record_new_store_identity(third).ok());
+  ASSERT_TRUE(third.create_tag(spec).ok());
+  StoreGuard n2_other(&other, 0, 2, settings(m2.get()));
+  StoreGuard n2_third(&third, 1, 2, settings(m2.get()));
+  ASSERT_TRUE(n2_third.check().ok());
+  EXPECT_TRUE(n2_other.allocate("order", 0).ok());
+}
+
 TEST_F(StoreGuardTest, ConcurrentAllocationsOfOneTagAreNeverRefused) {
   auto m = marks("a");
   StoreGuard guard(&store_, 0, 1, settings(m.get()));
