@@ -7,15 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <sstream>
 
 #include "core/text.h"
+#include "store/batched_calls.h"
 #include "store/durable_file.h"
 
 namespace idforge::coord {
@@ -61,7 +62,6 @@ class LocalRecords final : public FleetRecords {
       return Status::InvalidArgument("a fleet record's value is one line");
     }
     bool replaced = false;
-    Written written;
     {
       std::lock_guard guard(mu_);
       IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/false, [&]() -> Status {
@@ -72,12 +72,12 @@ class LocalRecords final : public FleetRecords {
           *now = std::move(current);
           return Status::Ok();
         }
-        IDFORGE_ASSIGN_OR_RETURN(written, append_locked(name, value));
+        IDFORGE_RETURN_IF_ERROR(append_locked(name, value));
         replaced = true;
         return Status::Ok();
       }));
     }
-    if (replaced) IDFORGE_RETURN_IF_ERROR(sync_through(written));
+    if (replaced) IDFORGE_RETURN_IF_ERROR(sync());
     return replaced;
   }
 
@@ -120,7 +120,6 @@ class LocalRecords final : public FleetRecords {
       IDFORGE_RETURN_IF_ERROR(open_log_locked());
       records_.clear();
       offset_ = 0;
-      ++generation_;  // offsets below count in another file
       inode_ = st.st_ino;
       exists_ = true;
       compact_bytes_ = size;
@@ -167,23 +166,15 @@ class LocalRecords final : public FleetRecords {
     return Status::Ok();
   }
 
-  // Where a change ended up: the log's generation (one per rewrite) and the byte after
-  // its line. A rewrite is durable when written, so a later generation covers it.
-  struct Written {
-    uint64_t generation = 0;
-    uint64_t end = 0;
-  };
-
   // One line per change, written under the flock; its fsync comes after the flock is let
-  // go (sync_through), so changes made meanwhile, by this process or another, share one.
+  // go (sync), so changes made meanwhile, by this process or another, share one.
   // Until then the line may be read, by a later change here or in another process, but
   // not yet answered: a crash that loses it loses a change nobody was told of, and a
   // decision taken on it was only more careful. A line written in part is cut off again.
-  Result<Written> append_locked(std::string_view name, std::string_view value) {
+  Status append_locked(std::string_view name, std::string_view value) {
     if (!exists_) {
       records_[std::string(name)] = std::string(value);
-      IDFORGE_RETURN_IF_ERROR(compact_locked());
-      return Written{generation_, offset_};
+      return compact_locked();  // durable by itself; the fsync after it finds nothing left
     }
     const std::string line = fmt::format("{} {}\n", name, value);
     Status st = Status::Ok();
@@ -200,51 +191,30 @@ class LocalRecords final : public FleetRecords {
     offset_ += line.size();
     torn_ = false;
     records_[std::string(name)] = std::string(value);
-    if (offset_ > 2 * compact_bytes_ + kCompactSlack) {
-      IDFORGE_RETURN_IF_ERROR(compact_locked());
-    }
-    return Written{generation_, offset_};
+    if (offset_ > 2 * compact_bytes_ + kCompactSlack) return compact_locked();
+    return Status::Ok();
   }
 
-  // Returns once the log is durable through `w`: at once if an fsync that began after
-  // it was written has ended, after the one under way if that began later, else after
-  // an fsync of its own that covers every line written so far.
-  Status sync_through(Written w) {
-    std::unique_lock lock(sync_mu_);
-    for (;;) {
-      if (synced_.generation > w.generation ||
-          (synced_.generation == w.generation && synced_.end >= w.end)) {
-        return Status::Ok();
-      }
-      if (!syncing_) break;
-      sync_done_.wait(lock);
-    }
-    syncing_ = true;
-    lock.unlock();
-    Written target;
+  // Makes every line written so far durable: one fsync, shared by every change that
+  // asks while another is under way (store/batched_calls.h). The batch that holds a
+  // change runs after its line was written, so its fsync covers the line.
+  Status sync() {
     Status st = Status::Ok();
-    {
+    syncs_.run(st, [this](std::span<Status* const> waiting) {
+      Status done = Status::Ok();
       Fd out;
       {
         std::lock_guard guard(mu_);
-        target = Written{generation_, offset_};
         out.fd = ::dup(log_fd_);  // the log may be opened again while the fsync runs
       }
-      // The fsync covers the lines of the file log_fd_ held, which are all those up to
-      // target; a rewrite since is durable by itself.
       if (out.fd < 0) {
-        st = Status::IoError(fmt::format("dup {}: {}", path_, text::errno_text()));
+        done = Status::IoError(fmt::format("dup {}: {}", path_, text::errno_text()));
       } else if (::fsync(out.fd) != 0) {
-        st = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
+        // A rewrite since the dup is durable by itself.
+        done = Status::IoError(fmt::format("fsync {}: {}", path_, text::errno_text()));
       }
-    }
-    lock.lock();
-    syncing_ = false;
-    if (st.ok() && (target.generation > synced_.generation ||
-                    (target.generation == synced_.generation && target.end > synced_.end))) {
-      synced_ = target;
-    }
-    sync_done_.notify_all();
+      for (Status* each : waiting) *each = done;
+    });
     return st;
   }
 
@@ -260,7 +230,6 @@ class LocalRecords final : public FleetRecords {
     }
     exists_ = true;
     inode_ = st.st_ino;
-    ++generation_;
     offset_ = whole.size();
     compact_bytes_ = whole.size();
     torn_ = false;
@@ -316,12 +285,7 @@ class LocalRecords final : public FleetRecords {
   uint64_t offset_ = 0;         // bytes of whole lines taken in
   bool torn_ = false;           // the log goes on past offset_ with a line cut short
   uint64_t compact_bytes_ = 0;  // its size when last written whole
-  uint64_t generation_ = 0;     // files the offsets have counted in: one per rewrite seen
-
-  std::mutex sync_mu_;  // the fields below; taken after mu_ is let go, never around it
-  std::condition_variable sync_done_;
-  bool syncing_ = false;  // one fsync at a time; the others wait for it
-  Written synced_;        // durable through here
+  store::BatchedCalls<Status> syncs_{64};  // fsyncs of the log, taken after mu_ is let go
 };
 
 }  // namespace

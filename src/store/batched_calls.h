@@ -1,6 +1,7 @@
 // Calls made at the same time, run together by one of their callers (group commit):
 // the first caller to find no batch running runs every call queued at that moment as
-// one batch (for the SQLite store: one transaction, one fsync) while the others wait
+// one batch (the SQLite store: one transaction; the local: fleet records: one fsync of
+// their log) while the others wait
 // for their results; calls that arrive meanwhile make up the next batch. With one caller
 // at a time each batch is that one call, so nothing waits that would not have.
 #pragma once
