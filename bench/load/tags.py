@@ -3,18 +3,19 @@
 
 For each count of tags: one `idforge serve` on the default SQLite store in a fresh data
 directory, the tags created through POST /v1/admin/tags, then one segment ID of each
-asked for by 8 clients at once, each on its own HTTP connection, as a fleet's first
-requests after a start arrive (every request loads a tag: a range from the store,
-recorded in the fleet floor and the node's served marks). Printed: the time to the
-first ID of every tag, the server's CPU time, its resident memory and memory mappings
-after, and the time and size of /metrics and /v1/status. Beside it, the store's own
-rate: the UPDATE ... RETURNING the SQLite store runs for a range, one transaction a tag,
-with the store's settings (WAL, synchronous=FULL), from Python's sqlite3 on the same
-database without idforge (SQLite commits one transaction at a time, so one client is
-its best). The two alternate in blocks of 100 tags, so a noisy machine
-slows both alike; the ratio is idforge's time over the store's. Then the same requests
-once more, every tag loaded: what HTTP and the Python clients cost without a range to
-fetch, the floor under the first IDs on this machine.
+asked for by 8 clients at once, as a fleet's first requests after a start arrive (every
+request loads a tag: a range from the store, recorded in the fleet floor and the node's
+served marks). The clients are C++ ones (bench/client/first_ids.cc: the C++ client, no
+buffer, one kept-open HTTP connection each): Python's cost more per request than the store
+costs per range. Printed: the time to the first ID of every tag, the server's CPU time,
+its resident memory and memory mappings after, and the time and size of /metrics and
+/v1/status. Beside it, the store's own rate: the UPDATE ... RETURNING the SQLite store
+runs for a range, one transaction a tag, with the store's settings (WAL,
+synchronous=FULL), from Python's sqlite3 on the same database without idforge (SQLite
+commits one transaction at a time, so one client is its best). The two alternate in
+blocks of 100 tags, so a noisy machine slows both alike; the ratio is idforge's time
+over the store's. Then the same requests once more, every tag loaded: what a request
+costs without a range to fetch, the floor under the first IDs on this machine.
 
 Usage: bench/load/tags.py [--idforge build/idforge] [--tags 1000,10000,50000]
 """
@@ -28,9 +29,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 TOKEN = "b" * 32
 CLIENTS = 8
@@ -76,7 +75,7 @@ def store_allocate(db, names):
     return time.monotonic() - start
 
 
-def serve_round(binary, tags, data_dir):
+def serve_round(binary, first_ids, tags, data_dir):
     server = subprocess.Popen(
         [binary, "serve", "--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--data-dir",
          data_dir, "--admin-token", TOKEN, "--log-level", "warn"],
@@ -105,37 +104,38 @@ def serve_round(binary, tags, data_dir):
                              timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        local = threading.local()
-        late = [0]  # requests answered 503: the range took longer than segment.wait_ms
+        clients = subprocess.Popen(
+            [first_ids, "--server", f"http://127.0.0.1:{port}", "--clients", str(CLIENTS)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-        def first_id(name):
-            if not hasattr(local, "conn"):
-                local.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            for _ in range(10):
-                took, _ = timed_get(local.conn, f"/v1/segment/{name}", allow_503=True)
-                if took is not None:
-                    return
-                late[0] += 1
-            sys.exit(f"tags.py: {name} answered 503 ten times")
+        def first_ids_of(a, b):
+            """Seconds to one ID of each of t{a}..t{b-1}, and the requests answered late."""
+            clients.stdin.write(f"{a} {b}\n")
+            clients.stdin.flush()
+            line = clients.stdout.readline()
+            if not line:
+                sys.exit(f"tags.py: {first_ids} failed on t{a}..t{b - 1}")
+            took, late = line.split()
+            return float(took), int(late)
 
-        pool = ThreadPoolExecutor(CLIENTS)
+        late = 0  # requests answered 503: the range took longer than segment.wait_ms
         first_s = store_s = cpu_s = 0.0
         for block in range(0, tags, 100):
-            names = [f"t{i}" for i in range(block, min(tags, block + 100))]
+            end = min(tags, block + 100)
             cpu_before = proc_cpu_seconds(server.pid)
-            start = time.monotonic()
-            list(pool.map(first_id, names))
-            first_s += time.monotonic() - start
+            took, block_late = first_ids_of(block, end)
+            first_s += took
+            late += block_late
             cpu_s += proc_cpu_seconds(server.pid) - cpu_before
-            store_s += store_allocate(db, names)
+            store_s += store_allocate(db, [f"t{i}" for i in range(block, end)])
         db.close()
         # The same requests again, each tag loaded now: what HTTP and the clients cost
         # without a range to fetch, measured in the same run.
-        start = time.monotonic()
+        loaded_s = 0.0
         for block in range(0, tags, 100):
-            list(pool.map(first_id, [f"t{i}" for i in range(block, min(tags, block + 100))]))
-        loaded_s = time.monotonic() - start
-        pool.shutdown()
+            loaded_s += first_ids_of(block, min(tags, block + 100))[0]
+        clients.stdin.close()
+        clients.wait()
         rss = proc_status_mb(server.pid, "VmRSS")
         peak = proc_status_mb(server.pid, "VmHWM")
         maps = sum(1 for _ in open(f"/proc/{server.pid}/maps"))
@@ -144,7 +144,7 @@ def serve_round(binary, tags, data_dir):
         metrics_s, metrics = timed_get(conn, "/metrics")
         status_s, status = timed_get(conn, "/v1/status")
         one_s, _ = timed_get(conn, "/v1/status?tag=t0")
-        return {"late": late[0], "created_s": created_s, "first_s": first_s, "store_s": store_s,
+        return {"late": late, "created_s": created_s, "first_s": first_s, "store_s": store_s,
                 "cpu_s": cpu_s, "loaded_s": loaded_s,
                 "rss": rss,
                 "peak": peak, "maps": maps, "metrics_ms": metrics_s * 1000,
@@ -162,8 +162,10 @@ def main():
     args = parser.parse_args()
     counts = [int(n) for n in args.tags.split(",")]
     binary = os.path.abspath(args.idforge)
-    if not os.access(binary, os.X_OK):
-        sys.exit(f"tags.py: {args.idforge} is not built; run make build")
+    first_ids = os.path.join(os.path.dirname(binary), "bench", "client", "idforge_first_ids")
+    for program in (binary, first_ids):
+        if not os.access(program, os.X_OK):
+            sys.exit(f"tags.py: {program} is not built; run make bench-tags")
     print(f"# {time.strftime('%Y-%m-%d')}, {os.uname().nodename}, {os.cpu_count()} cores")
     print("| tags | first ID of every tag | the store alone | ratio | an ID of a loaded tag "
           "| server CPU | RSS after "
@@ -173,7 +175,7 @@ def main():
     for n in counts:
         work = tempfile.mkdtemp(prefix="idforge-tags-")
         try:
-            r = serve_round(binary, n, os.path.join(work, "data"))
+            r = serve_round(binary, first_ids, n, os.path.join(work, "data"))
             store_s = r["store_s"]
             print(f"| {n:,} | {r['first_s']:.1f} s | {store_s:.1f} s "
                   f"| {r['first_s'] / store_s:.2f} | {r['loaded_s']:.1f} s "
