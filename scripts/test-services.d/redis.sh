@@ -53,13 +53,19 @@ kSentinelDownAfterMs=1000      # a primary that does not answer for this long is
 kSentinelFailoverTimeoutMs=3000 # a failover that stalls is tried again after this
 kSentinelMaxCount=7
 
-# Waits until the Redis in `dir` (a replica) has synced with its primary.
+# Waits until the Redis in `dir` (a replica) has synced with its primary, as both see
+# it: the replica's link is up and the primary lists it as online. Between the two, a
+# WAIT on the primary does not count the replica yet (Redis 7 puts a replica online at
+# its first REPLCONF ACK after the transfer).
 redis_wait_synced() {
-  local port i
+  local port primary_port i
   port=$(cat "$1/port")
+  primary_port=$(cat "$(cat "$1/replica_of")/port")
   for i in $(seq 1 $((kReadySeconds * 10))); do
     if redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null |
-      grep -q '^master_link_status:up'; then
+      grep -q '^master_link_status:up' &&
+      redis-cli -h 127.0.0.1 -p "$primary_port" info replication 2>/dev/null |
+      grep -q "^slave[0-9]*:.*,port=$port,state=online"; then
       return 0
     fi
     sleep 0.1
