@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps build deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-tags bench-security bench-stores fuzz torture screenshot format clean
+.PHONY: all deps build binary deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-tags bench-security bench-stores fuzz torture screenshot format clean
 
 all: build
 
@@ -16,6 +16,11 @@ build: deps
 	@$(CMAKE) --preset release >/dev/null
 	@$(CMAKE) --build --preset release -j $(JOBS)
 
+# The binary alone (build/idforge), for what runs it: no test or benchmark programs.
+binary: deps
+	@$(CMAKE) --preset release >/dev/null
+	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge
+
 # The Debian package build/idforge_<version>_<arch>.deb: the binary, its man pages, a
 # default /etc/idforge/idforge.toml and the systemd unit idforge.service
 # (docs/operations.md, "Installing the Debian package"). tests/package/check.sh checks it.
@@ -25,11 +30,11 @@ deb: build
 # The server on embedded defaults (SQLite and local worker ids in ./idforge-data, HTTP
 # on 127.0.0.1:8080, Redis protocol on 127.0.0.1:6380), in the foreground: it prints
 # its URLs; Ctrl-C stops it (gracefully: in-flight requests finish, the lease is freed).
-run: build
+run: binary
 	@build/idforge serve
 
 # The command line on defaults: a few IDs, one decoded, the default layout.
-demo: build
+demo: binary
 	@scripts/run-demo build/idforge
 
 # Concurrency tests under ThreadSanitizer; unit, server and integration tests under
@@ -91,6 +96,7 @@ bench-floor: build
 # store's own rate, memory, /metrics and /v1/status (docs/benchmarks.md, "Many tags").
 TAGS ?= 1000,10000,50000
 bench-tags: build
+	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge_first_ids
 	@bench/load/tags.py --idforge build/idforge --tags $(TAGS)
 
 # TLS against plain TCP, tokens, and small requests' p99 beside maximum batches
