@@ -96,7 +96,6 @@ bench-floor: build
 # store's own rate, memory, /metrics and /v1/status (docs/benchmarks.md, "Many tags").
 TAGS ?= 1000,10000,50000
 bench-tags: build
-	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge_first_ids
 	@bench/load/tags.py --idforge build/idforge --tags $(TAGS)
 
 # TLS against plain TCP, tokens, and small requests' p99 beside maximum batches

@@ -6,15 +6,16 @@
 //
 // A co-process: it reads "FROM TO" lines on stdin (tags PREFIX{FROM}..PREFIX{TO-1}) and
 // answers each with "SECONDS LATE": the time from the first request to the last answer,
-// and the requests answered 503 (the range took longer than segment.wait_ms; retried).
-// Any other error ends it with exit status 1 and the error on stderr.
+// and the requests that failed as unavailable and were asked again (a 503 when the range
+// took longer than segment.wait_ms; the client does not tell it from a server that did
+// not answer). Ten in a row for one tag, or any other error, end it with exit status 1
+// and the error on stderr.
 //
 //   idforge_first_ids --server http://127.0.0.1:PORT [--clients 8] [--prefix t]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <memory>
 #include <mutex>

@@ -54,13 +54,11 @@ def proc_status_mb(pid, key):
     return int(text.split(key + ":")[1].split()[0]) / 1024
 
 
-def timed_get(conn, path, allow_503=False):
+def timed_get(conn, path):
     start = time.monotonic()
     conn.request("GET", path)
     reply = conn.getresponse()
     body = reply.read()
-    if reply.status == 503 and allow_503:
-        return None, body
     if reply.status != 200:
         sys.exit(f"tags.py: GET {path} answered {reply.status}: {body[:200]!r}")
     return time.monotonic() - start, body
@@ -118,7 +116,7 @@ def serve_round(binary, first_ids, tags, data_dir):
             took, late = line.split()
             return float(took), int(late)
 
-        late = 0  # requests answered 503: the range took longer than segment.wait_ms
+        late = 0  # requests answered unavailable and asked again (first_ids.cc)
         first_s = store_s = cpu_s = 0.0
         for block in range(0, tags, 100):
             end = min(tags, block + 100)
@@ -165,7 +163,7 @@ def main():
     first_ids = os.path.join(os.path.dirname(binary), "bench", "client", "idforge_first_ids")
     for program in (binary, first_ids):
         if not os.access(program, os.X_OK):
-            sys.exit(f"tags.py: {program} is not built; run make bench-tags")
+            sys.exit(f"tags.py: {program} is not built; run make build")
     print(f"# {time.strftime('%Y-%m-%d')}, {os.uname().nodename}, {os.cpu_count()} cores")
     print("| tags | first ID of every tag | the store alone | ratio | an ID of a loaded tag "
           "| server CPU | RSS after "
