@@ -237,7 +237,14 @@ TEST(MysqlSideBySideTest, IdforgeKilledMidTransactionRepeatsNoId) {
         {idforge_bin(), "next", "--tag", tag, "--count", "10000000", "--store", *url},
         {.out_path = base + ".out", .err_path = base + ".err"});
     ASSERT_GT(c.pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + 100 * round));
+    // Killed a while after its first ID, not at a fixed time from its start: a start slowed
+    // by tests beside it (ctest -j) must not leave the round with no ID to check.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (read_file(c.out_path).find('\n') == std::string::npos &&
+           !test_support::try_reap(c.pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 100 * round));
     ::kill(c.pid, SIGKILL);
     test_support::reap(c.pid);
     std::string out = read_file(c.out_path);
