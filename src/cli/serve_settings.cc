@@ -336,8 +336,9 @@ constexpr Spec kSpecs[] = {
      {Kind::kUint, 0, 1'000'000},
      [](ServeConfig& c, Value& v) { c.net.io_spin_us = static_cast<int64_t>(v.number); },
      [](const ServeConfig& c) { return num(c.net.io_spin_us); }},
-    {{"threads.workers", "IDFORGE_WORKER_THREADS", "--worker-threads", "N", "4",
-      "Threads that run requests waiting on a store or coordinator"},
+    {{"threads.workers", "IDFORGE_WORKER_THREADS", "--worker-threads", "N", "32",
+      "Threads that run requests waiting on a store or coordinator; tags that wait at "
+      "once share the store's commit, so fewer threads make first requests queue"},
      {Kind::kUint, 1, kMaxThreads},
      [](ServeConfig& c, Value& v) { c.net.worker_threads = static_cast<int>(v.number); },
      [](const ServeConfig& c) { return num(c.net.worker_threads); }},

@@ -29,8 +29,8 @@
 namespace idforge::server {
 
 struct NetOptions {
-  int io_threads = 0;      // 0: one per core
-  int worker_threads = 4;  // run kBlocking requests (store round trips, admin)
+  int io_threads = 0;       // 0: one per core
+  int worker_threads = 32;  // run kBlocking requests (store round trips, admin)
   // How long an idle loop keeps polling (yielding its core to anyone runnable) before it
   // sleeps, while work keeps coming back within that time. 0: sleep at once.
   int64_t io_spin_us = 50;
