@@ -280,7 +280,9 @@ TEST(SerialTemplateTest, LengthLimitIs128) {
 // template's own formatting.
 struct Generated {
   std::string text;
-  std::vector<std::string> parts;  // literal text, a date field name, or "seq"
+  // "seq", a date field name, or "=" and literal text (so that a literal "dd" is not
+  // taken for the field)
+  std::vector<std::string> parts;
   int width = 0;
 };
 
@@ -320,7 +322,7 @@ rc::Gen<Generated> valid_template() {
           if (c == '{' || c == '}') g.text += c;
           part += c;
         }
-        g.parts.push_back(part);
+        g.parts.push_back("=" + part);
       }
     }
     return g;
@@ -332,7 +334,9 @@ std::string expected_output(const Generated& g, uint64_t seq, int64_t local_ms) 
   const std::string iso = format_iso8601_utc(local_ms);
   std::string out;
   for (const std::string& p : g.parts) {
-    if (p == "seq") {
+    if (p.starts_with('=')) {
+      out += p.substr(1);
+    } else if (p == "seq") {
       const std::string digits = std::to_string(seq);
       if (digits.size() < static_cast<size_t>(g.width)) out.append(g.width - digits.size(), '0');
       out += digits;
@@ -352,8 +356,6 @@ std::string expected_output(const Generated& g, uint64_t seq, int64_t local_ms) 
       out += iso.substr(17, 2);
     } else if (p == "SSS") {
       out += iso.substr(20, 3);
-    } else {
-      out += p;
     }
   }
   return out;
