@@ -13,7 +13,7 @@
 #include "fuzz_support.h"
 #include "idforge/segment_store.h"
 #include "server/id_service.h"
-#include "server/session.h"
+#include "server/net/session.h"
 
 namespace idforge::fuzz {
 

@@ -5,8 +5,8 @@
 // max_id up by `step` in one atomic statement and hands the caller the numbers
 // (max_id - step, max_id]; it returns only once the new max_id is committed, so no ID
 // of a range is ever visible before it is durable. Implementations: src/store/ (sqlite,
-// postgres, redis). They block; callers keep them off I/O threads. Implementations
-// must be thread-safe.
+// postgres, mysql for MySQL and MariaDB, redis). They block; callers keep them off I/O
+// threads. Implementations must be thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@ namespace {
 
 // IDs made per next_batch call: large enough that the call overhead vanishes, small
 // enough that the buffer stays in cache.
-constexpr size_t kBatch = 1 << 14;
+constexpr size_t kNextBatch = 1 << 14;
 
 struct NextFlags {
   std::string count = "1";
@@ -136,7 +136,7 @@ int run_next(const CLI::App& cmd, const NextFlags& flags) {
     generator = own_generator.get();
   }
 
-  std::vector<uint64_t> ids(std::min<size_t>(*count, kBatch));
+  std::vector<uint64_t> ids(std::min<size_t>(*count, kNextBatch));
   LineWriter out;
   int status = kExitOk;
   for (uint64_t left = *count; left > 0;) {

@@ -28,10 +28,10 @@
 #include "server/auth.h"
 #include "server/http_session.h"
 #include "server/id_service.h"
-#include "server/net_server.h"
+#include "server/net/net_server.h"
+#include "server/net/tls_context.h"
 #include "server/resp_session.h"
 #include "server/systemd_notify.h"
-#include "server/tls_context.h"
 
 namespace idforge::cli {
 namespace {

@@ -13,7 +13,7 @@
 namespace idforge::cli {
 namespace {
 
-constexpr size_t kBatch = 1 << 12;
+constexpr size_t kUuidBatch = 1 << 12;
 
 // Prints `count` values made by `fill`, a batch at a time. `fill` must continue the
 // previous batch's order, as the process-wide generators do.
@@ -21,7 +21,7 @@ template <typename T, typename Fill>
 int print_batches(std::string_view count_text, Fill fill) {
   Result<uint64_t> count = parse_count(count_text);
   if (!count.ok()) return fail(count.status());
-  std::vector<T> values(std::min<size_t>(*count, kBatch));
+  std::vector<T> values(std::min<size_t>(*count, kUuidBatch));
   LineWriter out;
   for (uint64_t left = *count; left > 0;) {
     std::span<T> batch(values.data(), std::min<size_t>(left, values.size()));

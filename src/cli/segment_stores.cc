@@ -17,7 +17,7 @@ namespace {
 
 // IDs taken from the buffer per call: large enough that the call overhead vanishes,
 // small enough to stay in cache.
-constexpr size_t kBatch = 1 << 14;
+constexpr size_t kSegmentBatch = 1 << 14;
 // Longest a one-shot run waits for a segment: SQLite alone may wait 5 s for a lock.
 constexpr int64_t kWaitMs = 15'000;
 constexpr uint64_t kMaxDynamicStep = 1'000'000;
@@ -97,7 +97,7 @@ int print_segment_ids(const StoreFlags& flags, const std::string& tag, uint64_t 
   auto buffer = SegmentBuffer::create(source->source, options);
   if (!buffer.ok()) return fail(buffer.status());
 
-  std::vector<uint64_t> ids(std::min<uint64_t>(count, kBatch));
+  std::vector<uint64_t> ids(std::min<uint64_t>(count, kSegmentBatch));
   LineWriter out;
   for (uint64_t left = count; left > 0;) {
     std::span<uint64_t> batch(ids.data(), std::min<uint64_t>(left, ids.size()));

@@ -25,7 +25,7 @@
 
 #include "idforge/status.h"
 #include "server/id_service.h"
-#include "server/net_server.h"
+#include "server/net/net_server.h"
 
 namespace idforge::cli {
 

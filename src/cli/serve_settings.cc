@@ -13,7 +13,7 @@
 #include "idforge/snowflake.h"
 #include "idforge/time_format.h"
 #include "log/log.h"
-#include "server/net_server.h"
+#include "server/net/net_server.h"
 #include "store/store_options.h"
 #include "store/zoneinfo.h"
 

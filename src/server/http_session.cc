@@ -6,11 +6,11 @@
 #include <string>
 #include <utility>
 
-#include "server/access_log.h"
 #include "server/http_parser.h"
 #include "server/http_reply.h"
 #include "server/http_routes.h"
 #include "server/metrics.h"
+#include "server/net/access_log.h"
 
 namespace idforge::server {
 namespace {

@@ -23,8 +23,8 @@
 
 #include "server/auth.h"
 #include "server/id_service.h"
+#include "server/net/session.h"
 #include "server/rate_limit.h"
-#include "server/session.h"
 
 namespace idforge::server {
 

@@ -8,8 +8,8 @@
 #include <span>
 #include <string>
 
-#include "server/access_log.h"
 #include "server/metrics.h"
+#include "server/net/access_log.h"
 #include "server/resp_reply.h"
 #include "server/resp_session_impl.h"
 

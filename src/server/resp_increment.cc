@@ -17,8 +17,8 @@
 
 #include "core/quote.h"
 #include "core/text.h"
-#include "server/access_log.h"
 #include "server/metrics.h"
+#include "server/net/access_log.h"
 #include "server/resp_reply.h"
 #include "server/resp_session_impl.h"
 

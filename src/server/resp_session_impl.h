@@ -36,10 +36,10 @@
 #include "server/id_batch.h"
 #include "server/id_service.h"
 #include "server/metrics.h"
+#include "server/net/session.h"
 #include "server/rate_limit.h"
 #include "server/resp_parser.h"
 #include "server/resp_session.h"
-#include "server/session.h"
 
 namespace idforge::server::resp {
 

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "server/access_log.h"
 #include "server/metrics.h"
+#include "server/net/access_log.h"
 #include "server/resp_reply.h"
 #include "server/resp_session_impl.h"
 

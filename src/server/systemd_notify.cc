@@ -8,7 +8,7 @@
 
 #include "log/log.h"
 #include "server/id_service.h"
-#include "server/net_server.h"
+#include "server/net/net_server.h"
 
 namespace idforge::server {
 namespace {

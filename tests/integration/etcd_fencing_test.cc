@@ -192,7 +192,11 @@ TEST(EtcdRegistryFencingTest, ACutOffNodeStopsBeforeTheTtlAndASecondNodeNeverRep
   ASSERT_TRUE(watcher);
   for (;;) {
     Result<std::vector<SlotStatus>> listed = watcher->status();
-    ASSERT_TRUE(listed.ok()) << listed.status().to_string();
+    if (!listed.ok()) {  // a restarted etcd may not answer at once on a loaded machine
+      ASSERT_LT(ms_since(restart_at), 10'000) << listed.status().to_string();
+      sleep_ms(50);
+      continue;
+    }
     const bool held = std::any_of(listed->begin(), listed->end(),
                                   [&](const SlotStatus& s) { return s.slot == a.lease.slot; });
     if (!held) break;

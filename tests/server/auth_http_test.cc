@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "log/log.h"
-#include "server/access_log.h"
 #include "server/auth.h"
 #include "server/http_session.h"
 #include "server/http_test_support.h"
+#include "server/net/access_log.h"
 
 namespace idforge::server::http_test {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "log/log.h"
-#include "server/access_log.h"
 #include "server/auth.h"
+#include "server/net/access_log.h"
 #include "server/resp_session.h"
 #include "server/resp_test_support.h"
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <thread>
 
-#include "server/session.h"
+#include "server/net/session.h"
 
 namespace idforge::server {
 

@@ -1,7 +1,7 @@
 // NetServer over real loopback sockets, with a tiny line protocol as the session:
 //   PING -> PONG, ECHO x -> x, BIG n -> n 'x's, SLOW -> DONE (a kBlocking job),
 //   THROW -> a kBlocking job that throws, QUIT -> BYE and close; on_timeout answers TIMEOUT.
-#include "server/net_server.h"
+#include "server/net/net_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

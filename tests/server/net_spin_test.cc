@@ -1,6 +1,6 @@
 // SpinPolicy's rules on made-up time points: when an idle loop polls, when it stops,
 // and how it backs off on a crowded machine.
-#include "server/net_spin.h"
+#include "server/net/net_spin.h"
 
 #include <gtest/gtest.h>
 

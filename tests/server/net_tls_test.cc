@@ -27,8 +27,8 @@
 #include <thread>
 
 #include "server/line_session.h"
-#include "server/net_server.h"
-#include "server/tls_context.h"
+#include "server/net/net_server.h"
+#include "server/net/tls_context.h"
 
 namespace idforge::server {
 namespace {

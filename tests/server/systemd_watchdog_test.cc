@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "server/id_service.h"
-#include "server/net_server.h"
+#include "server/net/net_server.h"
 #include "server/systemd_notify.h"
 
 namespace idforge::server {

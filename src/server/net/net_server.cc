@@ -1,4 +1,4 @@
-#include "server/net_server.h"
+#include "server/net/net_server.h"
 
 #include <fmt/format.h>
 #include <sys/socket.h>
@@ -21,8 +21,8 @@
 #include "core/quote.h"
 #include "core/thread_annotations.h"
 #include "log/repeats.h"
-#include "server/access_log.h"
-#include "server/net_connection.h"
+#include "server/net/access_log.h"
+#include "server/net/net_connection.h"
 
 namespace idforge::server {
 

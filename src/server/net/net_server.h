@@ -23,8 +23,8 @@
 #include <string_view>
 
 #include "idforge/status.h"
-#include "server/session.h"
-#include "server/tls_context.h"
+#include "server/net/session.h"
+#include "server/net/tls_context.h"
 
 namespace idforge::server {
 

@@ -25,9 +25,9 @@
 #include <thread>
 #include <unordered_set>
 
-#include "server/net_spin.h"
-#include "server/session.h"
-#include "server/tls_context.h"
+#include "server/net/net_spin.h"
+#include "server/net/session.h"
+#include "server/net/tls_context.h"
 
 namespace idforge::server::net {
 

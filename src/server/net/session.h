@@ -20,7 +20,7 @@
 
 namespace idforge::server {
 
-class AccessLog;  // server/access_log.h
+class AccessLog;  // server/net/access_log.h
 
 class Session {
  public:

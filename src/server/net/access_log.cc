@@ -1,4 +1,4 @@
-#include "server/access_log.h"
+#include "server/net/access_log.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "server/net_connection.h"
+#include "server/net/net_connection.h"
 
 #include <algorithm>
 #include <boost/asio/post.hpp>

@@ -1,4 +1,4 @@
-#include "server/tls_context.h"
+#include "server/net/tls_context.h"
 
 #include <fmt/format.h>
 #include <openssl/err.h>
