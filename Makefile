@@ -54,7 +54,6 @@ demo: binary
 # ASan + UBSan; each fuzz target for a few seconds; then the release binary's tests (e2e,
 # browser, the short torture run). ctest runs last so its summary line closes the output.
 test: deps-background test-build test-tsan test-asan test-fuzz
-	@scripts/install-deps --wait build >/dev/null
 	@ctest --test-dir build --output-on-failure --no-label-summary -j $(JOBS) \
 	  -L 'e2e|torture-short'
 
