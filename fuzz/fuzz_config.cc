@@ -1,4 +1,4 @@
-// The `idforge serve` configuration loader (src/cli/serve_config.h) on arbitrary TOML
+// The `idforge serve` configuration loader (src/config/serve_config.h) on arbitrary TOML
 // files: toml++ parses, the settings table checks every key and value, and the layout
 // is resolved. The input is the file's contents. Checked:
 // - any bytes give a configuration or an InvalidArgument, never an exception or crash;
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/serve_config.h"
+#include "config/serve_config.h"
 #include "fuzz_support.h"
 
 namespace idforge::fuzz {
@@ -21,7 +21,7 @@ const std::string& scratch_dir() {
   return dir.path();
 }
 
-Result<cli::ServeConfig> load(const std::string& path, std::string_view text) {
+Result<config::ServeConfig> load(const std::string& path, std::string_view text) {
   {
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     file.write(text.data(), static_cast<std::streamsize>(text.size()));
@@ -30,18 +30,18 @@ Result<cli::ServeConfig> load(const std::string& path, std::string_view text) {
       abort();
     }
   }
-  cli::ServeSources sources;
+  config::ServeSources sources;
   sources.config_file = path;
   sources.config_origin = "--config";
-  return cli::load_serve_config(sources);
+  return config::load_serve_config(sources);
 }
 
 // The printout, without what legitimately differs between a file and its reprint.
-std::string effective(cli::ServeConfig config) {
+std::string effective(config::ServeConfig config) {
   config.origins.clear();
   config.config_file.clear();
   config.service.admin_token.clear();
-  return cli::format_serve_config(config);
+  return config::format_serve_config(config);
 }
 
 }  // namespace
@@ -50,16 +50,16 @@ std::string effective(cli::ServeConfig config) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace idforge::fuzz;
   const std::string path = scratch_dir() + "/serve.toml";
-  const idforge::Result<idforge::cli::ServeConfig> first = load(path, as_text(data, size));
+  const idforge::Result<idforge::config::ServeConfig> first = load(path, as_text(data, size));
   if (!first.ok()) {
     IDFORGE_FUZZ_CHECK(first.status().code() == idforge::StatusCode::kInvalidArgument,
                        "a bad file gave " + first.status().to_string());
     IDFORGE_FUZZ_CHECK(!first.status().message().empty(), "an error without a message");
     return 0;
   }
-  const std::string printed = idforge::cli::format_serve_config(*first);
+  const std::string printed = idforge::config::format_serve_config(*first);
   const std::string reprint_path = scratch_dir() + "/printed.toml";
-  const idforge::Result<idforge::cli::ServeConfig> second = load(reprint_path, printed);
+  const idforge::Result<idforge::config::ServeConfig> second = load(reprint_path, printed);
   IDFORGE_FUZZ_CHECK(second.ok(), "the printed configuration does not load: " +
                                       second.status().to_string() + "\n" + printed);
   const std::string a = effective(*first);

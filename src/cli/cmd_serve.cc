@@ -21,9 +21,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/segment_stores.h"
-#include "cli/serve_config.h"
-#include "cli/serve_settings.h"
 #include "cli/worker_lease.h"
+#include "config/serve_config.h"
+#include "config/serve_settings.h"
 #include "log/log.h"
 #include "server/auth.h"
 #include "server/http_session.h"
@@ -35,6 +35,19 @@
 
 namespace idforge::cli {
 namespace {
+
+namespace settings = config::settings;
+using config::describe_settings;
+using config::env_settings;
+using config::format_serve_config;
+using config::load_serve_config;
+using config::serve_settings;
+using config::ServeConfig;
+using config::ServeSources;
+using config::setting_subject;
+using config::SettingInfo;
+using config::settings_for_log;
+using config::TextSetting;
 
 struct ServeFlags {
   // Filled by the shared flag helpers; read back generically through the options'

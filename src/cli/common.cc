@@ -1,21 +1,13 @@
 #include "cli/common.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <limits>
 
-#include "core/layout_text.h"
 #include "core/parse_u64.h"
-#include "core/text.h"
-#include "idforge/time_format.h"
 #include "log/log.h"
 
 namespace idforge::cli {
 namespace {
-
-// A day: longer ticks make a time field that says almost nothing.
-constexpr uint64_t kMaxTickMs = 86'400'000;
 
 // The fields a user may set on this command, for error messages.
 std::string settable_fields(const Layout& layout, bool allow_sequence) {
@@ -72,19 +64,6 @@ int fail(const Status& status) {
   return exit_status_of(status.code());
 }
 
-Result<uint64_t> parse_number(std::string_view text, std::string_view what) {
-  Result<uint64_t> number = parse_u64(text, what);
-  if (number.ok()) return number;
-  if (text.empty()) return Status::InvalidArgument(fmt::format("{} is empty", what));
-  bool all_digits = std::all_of(text.begin(), text.end(), text::is_digit);
-  if (all_digits) {
-    return Status::OutOfRange(fmt::format("{} '{}' is too large (the largest is {})", what, text,
-                                          std::numeric_limits<uint64_t>::max()));
-  }
-  return Status::InvalidArgument(
-      fmt::format("{} must be a non-negative whole number, got '{}'", what, text));
-}
-
 Result<uint64_t> parse_count(std::string_view text) {
   Result<uint64_t> count = parse_u64(text, "--count");
   if (!count.ok() || *count == 0 || *count > kMaxCount) {
@@ -116,29 +95,6 @@ void add_layout_flags(CLI::App& cmd, LayoutFlags& flags, bool with_layout_option
          "--tick-ms", [&flags](const std::string& v) { flags.tick_ms = v; },
          "Tick length in ms (default: the layout's)")
       ->type_name("MS");
-}
-
-Result<Layout> resolve_layout(const LayoutFlags& flags) {
-  int64_t epoch_ms = -1;  // Layout::parse reads negative as "the layout's own"
-  if (flags.epoch) {
-    Result<int64_t> epoch = parse_time(*flags.epoch);
-    if (!epoch.ok()) {
-      return Status::InvalidArgument(fmt::format("--epoch: {}", epoch.status().message()));
-    }
-    if (*epoch < 0) return Status::InvalidArgument("--epoch must not be before 1970-01-01");
-    epoch_ms = *epoch;
-  }
-  int64_t tick_ms = -1;
-  if (flags.tick_ms) {
-    IDFORGE_ASSIGN_OR_RETURN(uint64_t tick, parse_number(*flags.tick_ms, "--tick-ms"));
-    if (tick == 0 || tick > kMaxTickMs) {
-      return Status::InvalidArgument(
-          fmt::format("--tick-ms must be from 1 to {}, got {}", kMaxTickMs, tick));
-    }
-    tick_ms = static_cast<int64_t>(tick);
-  }
-
-  return resolve_layout_spec(flags.layout, epoch_ms, tick_ms);
 }
 
 std::string describe_fields(const Layout& layout) {

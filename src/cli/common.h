@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/values.h"
 #include "idforge/layout.h"
 #include "idforge/status.h"
 
@@ -22,9 +23,10 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the input was fine but the work failed
 inline constexpr int kExitUsage = 2;    // bad usage or invalid input
 
-// The most IDs one invocation prints: plenty for a bulk load, and a typo (one zero
-// too many) cannot fill a disk.
-inline constexpr uint64_t kMaxCount = 10'000'000;
+using config::kMaxCount;
+using config::LayoutFlags;
+using config::parse_number;
+using config::resolve_layout;
 
 // Prints "idforge: <message>" as one line on stderr.
 void print_error(std::string_view message);
@@ -34,25 +36,14 @@ int exit_status_of(StatusCode code);
 // returns the exit status it deserves.
 int fail(const Status& status);
 
-// A whole number with a message that quotes `what` ("--worker", "ID") and the text.
-Result<uint64_t> parse_number(std::string_view text, std::string_view what);
 // --count: 1..kMaxCount.
 Result<uint64_t> parse_count(std::string_view text);
 // Adds `--count N` storing the raw text, so bad values get our message, not CLI11's.
 void add_count_flag(CLI::App& cmd, std::string& count);
 
-// --layout, --epoch and --tick-ms: how a command reads or writes Snowflake IDs.
-struct LayoutFlags {
-  std::string layout;                  // preset or custom spec; empty = twitter
-  std::optional<std::string> epoch;    // Unix ms or ISO-8601
-  std::optional<std::string> tick_ms;  // whole ms
-};
-
 // Registers the flags; `flags` must outlive `cmd`. Commands that take the layout as
 // a positional argument pass with_layout_option = false.
 void add_layout_flags(CLI::App& cmd, LayoutFlags& flags, bool with_layout_option = true);
-// The layout the flags select. An unknown preset name lists the presets.
-Result<Layout> resolve_layout(const LayoutFlags& flags);
 // "time 41 | datacenter 5 | worker 5 | sequence 12".
 std::string describe_fields(const Layout& layout);
 

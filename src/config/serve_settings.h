@@ -1,6 +1,6 @@
 // The table behind serve_config.h: every setting of `idforge serve` with its names,
 // how its value is checked, where it goes in ServeConfig and how --print-config shows
-// it, plus the checks shared by the layers. Internal to src/cli: serve_config.cc reads
+// it, plus the checks shared by the layers. Internal to src/config: serve_config.cc reads
 // the TOML file and the text layers with it.
 //
 // Thread-safety: constant data and pure functions (check_text reads zoneinfo files).
@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/serve_config.h"
+#include "config/serve_config.h"
 #include "idforge/status.h"
 
-namespace idforge::cli::settings {
+namespace idforge::config::settings {
 
 // How a setting's value is read and checked.
 enum class Kind {
@@ -91,4 +91,4 @@ Result<Value> value_from_text(const Spec& spec, const TextSetting& given);
 // The default as docs and --help show it: "10000", "0 (one per core)", "the layout's".
 std::string default_shown(const Spec& spec);
 
-}  // namespace idforge::cli::settings
+}  // namespace idforge::config::settings

@@ -27,7 +27,7 @@
 #include "server/id_service.h"
 #include "server/net/net_server.h"
 
-namespace idforge::cli {
+namespace idforge::config {
 
 // The defaults of `idforge serve` are the settings table's (serve_settings.cc), which
 // load_serve_config applies first; the member initializers here only keep a
@@ -126,4 +126,4 @@ Result<std::string> describe_settings(std::string_view format);
 // masked, the store and registry URLs without passwords.
 std::vector<std::pair<std::string, std::string>> settings_for_log(const ServeConfig& config);
 
-}  // namespace idforge::cli
+}  // namespace idforge::config

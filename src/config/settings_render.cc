@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "cli/serve_config.h"
-#include "cli/serve_settings.h"
+#include "config/serve_config.h"
+#include "config/serve_settings.h"
 #include "store/store_options.h"
 
-namespace idforge::cli {
+namespace idforge::config {
 namespace {
 
 using settings::Kind;
@@ -190,4 +190,4 @@ std::vector<std::pair<std::string, std::string>> settings_for_log(const ServeCon
   return out;
 }
 
-}  // namespace idforge::cli
+}  // namespace idforge::config

@@ -1,4 +1,4 @@
-#include "cli/serve_settings.h"
+#include "config/serve_settings.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <iterator>
 #include <utility>
 
-#include "cli/common.h"
+#include "config/values.h"
 #include "core/parse_u64.h"
 #include "core/quote.h"
 #include "idforge/layout.h"
@@ -17,7 +17,7 @@
 #include "store/store_options.h"
 #include "store/zoneinfo.h"
 
-namespace idforge::cli::settings {
+namespace idforge::config::settings {
 namespace {
 
 // Bounds: wide enough for any sane deployment, narrow enough that a typo (an extra
@@ -568,9 +568,9 @@ std::string default_shown(const Spec& spec) {
   return fmt::format("{} ({})", value, spec.empty_hint);
 }
 
-}  // namespace idforge::cli::settings
+}  // namespace idforge::config::settings
 
-namespace idforge::cli {
+namespace idforge::config {
 
 using settings::Spec;
 
@@ -583,4 +583,4 @@ std::span<const SettingInfo> serve_settings() {
   return infos;
 }
 
-}  // namespace idforge::cli
+}  // namespace idforge::config

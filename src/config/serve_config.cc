@@ -1,4 +1,4 @@
-#include "cli/serve_config.h"
+#include "config/serve_config.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -11,12 +11,12 @@
 #include <sstream>
 #include <utility>
 
-#include "cli/common.h"
-#include "cli/serve_settings.h"
+#include "config/serve_settings.h"
+#include "config/values.h"
 #include "core/quote.h"
 #include "idforge/layout.h"
 
-namespace idforge::cli {
+namespace idforge::config {
 namespace {
 
 using settings::Kind;
@@ -441,4 +441,4 @@ Result<ServeConfig> load_serve_config(const ServeSources& sources) {
   return config;
 }
 
-}  // namespace idforge::cli
+}  // namespace idforge::config
