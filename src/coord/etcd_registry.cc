@@ -56,6 +56,7 @@
 #include "coord/etcd_client.h"
 #include "coord/etcd_records.h"
 #include "core/text.h"
+#include "log/log.h"
 
 namespace idforge::coord {
 namespace {
@@ -95,6 +96,9 @@ class EtcdRegistry final : public WorkerRegistry {
   Status open() { return client_->check_members(); }
 
   Result<Lease> acquire(const std::string& identity) override;
+  // One grant and one walk over the slots; NotFound when the grant expired during the
+  // walk (etcd: "requested lease not found").
+  Result<Lease> acquire_with_new_grant(const std::string& identity);
   Status renew(const Lease& lease, int64_t high_water_ms) override;
   Status release(const Lease& lease) override;
   Status release_at_mark(const Lease& lease, int64_t mark_ms) override;
@@ -219,6 +223,22 @@ Result<bool> EtcdRegistry::try_take(uint64_t slot, const std::string& identity, 
 
 Result<Lease> EtcdRegistry::acquire(const std::string& identity) {
   if (identity.empty()) return Status::InvalidArgument("the worker identity is empty");
+  // A walk that loses many races on a slow etcd may outlive its grant (a TTL of one or
+  // two seconds): its next transaction then fails whole, so nothing is held under the
+  // expired lease, and a new grant and a new walk are safe. Bounded: an etcd that keeps
+  // expiring fresh grants is not one to hold a lease on.
+  constexpr int kGrantAttempts = 3;
+  Result<Lease> lease = acquire_with_new_grant(identity);
+  for (int attempt = 1; attempt < kGrantAttempts && lease.status().code() == StatusCode::kNotFound;
+       ++attempt) {
+    log::warn("etcd.lease_expired_while_acquiring",
+              {{"registry", described_}, {"attempt", attempt}});
+    lease = acquire_with_new_grant(identity);
+  }
+  return lease;
+}
+
+Result<Lease> EtcdRegistry::acquire_with_new_grant(const std::string& identity) {
   const int64_t ttl_s = std::max<int64_t>(1, (options_.ttl_ms + 999) / 1000);
   IDFORGE_ASSIGN_OR_RETURN(EtcdLeaseGrant grant, client_->lease_grant(ttl_s));
   Lease lease;
