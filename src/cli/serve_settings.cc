@@ -14,7 +14,8 @@
 #include "idforge/time_format.h"
 #include "log/log.h"
 #include "server/net/net_server.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
+#include "store/store_factory.h"
 #include "store/zoneinfo.h"
 
 namespace idforge::cli::settings {
@@ -189,9 +190,7 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.service.max_wait_ms); }},
 
     {{"segment.stores", "IDFORGE_STORE", "--store", "URL", "",
-      "Segment store URLs: sqlite:PATH, postgres://USER@HOST:PORT/DB, "
-      "mysql://USER:PW@HOST:PORT/DB, redis://HOST:PORT or redis-sentinel://HOST:PORT,.../MASTER; "
-      "several stripe each tag over them (always the same stores, in the same order). TOML: "
+      "Segment store URLs: {forms}; several stripe each tag over them (always the same stores, in the same order). TOML: "
       "an array; variable: separated by commas; flag: repeated",
       /*list=*/true},
      {Kind::kStores},
@@ -251,13 +250,13 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return toml_string(c.service.serial_zone); },
      "UTC"},
     {{"segment.tinyid_tokens", "IDFORGE_TINYID_TOKENS", "--tinyid-tokens", "URL", "",
-      "MySQL database (mysql://USER:PW@HOST:PORT/DB) whose tiny_id_token table holds the "
+      "MySQL database ({mysql}) whose tiny_id_token table holds the "
       "tokens of Tinyid's routes (/tinyid/id/...), read at start and every minute; none: "
       "those routes refuse every token"},
      {Kind::kText},
      [](ServeConfig& c, Value& v) { c.service.tinyid_tokens_url = std::move(v.text); },
      [](const ServeConfig& c) {
-       return toml_string(store::redact_url(c.service.tinyid_tokens_url));
+       return toml_string(redact_url(c.service.tinyid_tokens_url));
      },
      "none",
      "migrating.md#from-tinyid"},
@@ -370,9 +369,6 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.service.slow_store_ms); }},
 };
 
-constexpr std::string_view kStoreSchemes[] = {"sqlite:",          "postgres://", "postgresql://",
-                                              "mysql://",         "mariadb://",  "redis://",
-                                              "redis-sentinel://"};
 constexpr std::string_view kRegistrySchemes[] = {"local:",  "static:",           "redis://",
                                                  "etcd://", "redis-sentinel://", "zookeeper://"};
 
@@ -385,6 +381,19 @@ bool has_scheme(std::string_view url, const std::string_view (&schemes)[N]) {
 }  // namespace
 
 std::span<const Spec> all() { return kSpecs; }
+
+std::string help_of(const Spec& spec) {
+  // The URL forms come from the table of kinds of the stores (store_factory.h).
+  std::string help(spec.info.help);
+  auto put = [&help](std::string_view mark, const std::string& text) {
+    if (const size_t at = help.find(mark); at != std::string::npos) {
+      help.replace(at, mark.size(), text);
+    }
+  };
+  if (spec.check.kind == Kind::kStores) put("{forms}", store::store_url_forms());
+  put("{mysql}", store::store_url_form("mysql"));
+  return help;
+}
 
 const Spec* find(std::string_view key) {
   for (const Spec& spec : kSpecs) {
@@ -505,12 +514,8 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
 
 Status add_store(const std::string& subject, const std::string& url,
                  std::vector<std::string>& list) {
-  if (!has_scheme(url, kStoreSchemes)) {
-    return Status::InvalidArgument(
-        fmt::format("{}: unknown store URL {} (expected sqlite:PATH, postgres://USER@HOST:PORT/DB, "
-                    "mysql://USER:PASSWORD@HOST:PORT/DB, redis://HOST:PORT or "
-                    "redis-sentinel://HOST:PORT/MASTER)",
-                    subject, quote_text(url)));
+  if (Status known = store::check_store_url(url); !known.ok()) {
+    return Status::InvalidArgument(fmt::format("{}: {}", subject, known.message()));
   }
   // The position of a store is part of every ID it issues; a repeated one would
   // silently change K.

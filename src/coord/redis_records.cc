@@ -16,12 +16,12 @@ return {0, v}
 
 namespace {
 
-using store::RedisConnection;
-using store::RedisReplyPtr;
+using redis::RedisConnection;
+using redis::RedisReplyPtr;
 
 class RedisRecords final : public FleetRecords {
  public:
-  RedisRecords(store::RedisClient& client, size_t script, std::string prefix, std::string described,
+  RedisRecords(redis::RedisClient& client, size_t script, std::string prefix, std::string described,
                std::function<Status(RedisConnection&)> after_write)
       : client_(client),
         script_(script),
@@ -37,7 +37,7 @@ class RedisRecords final : public FleetRecords {
       if (r->type == REDIS_REPLY_ERROR) return error(r, "reading a fleet record");
       if (r->type == REDIS_REPLY_NIL) return FleetRecord{};
       if (r->type != REDIS_REPLY_STRING) return unexpected("reading a fleet record");
-      return FleetRecord{true, std::string(store::reply_text(r))};
+      return FleetRecord{true, std::string(redis::reply_text(r))};
     });
   }
 
@@ -61,7 +61,7 @@ class RedisRecords final : public FleetRecords {
       *now = FleetRecord{};
       if (r->elements == 2) {
         if (r->element[1]->type != REDIS_REPLY_STRING) return unexpected("writing a fleet record");
-        *now = FleetRecord{true, std::string(store::reply_text(r->element[1]))};
+        *now = FleetRecord{true, std::string(redis::reply_text(r->element[1]))};
       }
       return false;
     });
@@ -72,13 +72,13 @@ class RedisRecords final : public FleetRecords {
  private:
   std::string key_of(std::string_view name) const { return prefix_ + std::string(name); }
   Status error(const redisReply* r, std::string_view doing) const {
-    return store::redis_error_status(client_.shown(), r, doing);
+    return redis::redis_error_status(client_.shown(), r, doing);
   }
   Status unexpected(std::string_view doing) const {
     return Status::Internal(fmt::format("{}: {}: unexpected reply", described_, doing));
   }
 
-  store::RedisClient& client_;
+  redis::RedisClient& client_;
   const size_t script_;
   const std::string prefix_;
   const std::string described_;
@@ -88,8 +88,8 @@ class RedisRecords final : public FleetRecords {
 }  // namespace
 
 std::unique_ptr<FleetRecords> make_redis_records(
-    store::RedisClient& client, size_t script, std::string prefix, std::string described,
-    std::function<Status(store::RedisConnection&)> after_write) {
+    redis::RedisClient& client, size_t script, std::string prefix, std::string described,
+    std::function<Status(redis::RedisConnection&)> after_write) {
   return std::make_unique<RedisRecords>(client, script, std::move(prefix), std::move(described),
                                         std::move(after_write));
 }

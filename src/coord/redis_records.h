@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/fleet_records.h"
-#include "store/redis_connection.h"
+#include "redis/redis_connection.h"
 
 namespace idforge::coord {
 
@@ -22,7 +22,7 @@ extern const char* const kRedisReplaceLua;
 // `prefix` is "idforge:CLUSTER:". `after_write` runs on the connection after each write
 // that was applied, and its error fails the replace (the caller reads again).
 std::unique_ptr<FleetRecords> make_redis_records(
-    store::RedisClient& client, size_t script, std::string prefix, std::string described,
-    std::function<Status(store::RedisConnection&)> after_write);
+    redis::RedisClient& client, size_t script, std::string prefix, std::string described,
+    std::function<Status(redis::RedisConnection&)> after_write);
 
 }  // namespace idforge::coord

@@ -72,16 +72,16 @@
 #include "core/text.h"
 #include "core/thread_annotations.h"
 #include "log/log.h"
-#include "store/redis_connection.h"
-#include "store/store_options.h"
+#include "redis/redis_connection.h"
+#include "url/url_options.h"
 
 namespace idforge::coord {
 namespace {
 
-using store::RedisClient;
-using store::RedisConnection;
-using store::RedisReplyPtr;
-using store::reply_text;
+using redis::RedisClient;
+using redis::RedisConnection;
+using redis::RedisReplyPtr;
+using redis::reply_text;
 
 constexpr size_t kMaxConnections = 2;
 // A renew slower than half the TTL is of little use: the keeper renews every third of
@@ -271,8 +271,8 @@ bool read_pair(const redisReply* r, long long* code, std::string* text) {
 
 class RedisRegistry final : public WorkerRegistry {
  public:
-  RedisRegistry(store::RedisTarget target, const RegistryOptions& options,
-                store::RedisTimeouts timeouts, RedisLeaseWrites writes)
+  RedisRegistry(redis::RedisTarget target, const RegistryOptions& options,
+                redis::RedisTimeouts timeouts, RedisLeaseWrites writes)
       : options_(options),
         writes_(writes),
         client_(std::move(target), kScripts, timeouts, kMaxConnections),
@@ -308,7 +308,7 @@ class RedisRegistry final : public WorkerRegistry {
   // Releases `lease`, storing *mark (and the lease's layout) first when given.
   Status release_with(const Lease& lease, const int64_t* mark);
   Status reply_error(const redisReply* r, std::string_view doing) const {
-    return store::redis_error_status(client_.shown(), r, doing);
+    return redis::redis_error_status(client_.shown(), r, doing);
   }
   Status unexpected(std::string_view doing) const {
     return Status::Internal(fmt::format("{}: {}: unexpected reply", described_, doing));
@@ -587,11 +587,11 @@ Status RedisRegistry::force_release(uint64_t slot) {
 
 }  // namespace
 
-bool is_redis_registry_url(std::string_view url) { return store::is_redis_url(url); }
+bool is_redis_registry_url(std::string_view url) { return redis::is_redis_url(url); }
 
 Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
-  Result<store::UrlOptions> taken =
-      store::take_url_options(url, {"min_replicas", "replica_wait_ms"});
+  Result<UrlOptions> taken =
+      take_url_options(url, {"min_replicas", "replica_wait_ms"});
   if (!taken.ok()) {
     return Status::InvalidArgument(fmt::format("redis registry URL: {}", taken.status().message()));
   }
@@ -608,7 +608,7 @@ Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
   };
   for (const auto& [key, value] : taken->taken) {
     if (key == "min_replicas") {
-      IDFORGE_RETURN_IF_ERROR(number(key, value, store::kMaxMinReplicas, &out.writes.min_replicas));
+      IDFORGE_RETURN_IF_ERROR(number(key, value, kMaxMinReplicas, &out.writes.min_replicas));
     } else {
       IDFORGE_RETURN_IF_ERROR(
           number(key, value, kMaxCommandTimeoutMs, &out.writes.replica_wait_ms));
@@ -625,7 +625,7 @@ Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
 Result<std::unique_ptr<WorkerRegistry>> open_redis_registry(std::string_view target,
                                                             const RegistryOptions& options,
                                                             const RedisLeaseWrites& writes) {
-  IDFORGE_ASSIGN_OR_RETURN(store::RedisTarget parsed, store::parse_redis_url(target, "registry"));
+  IDFORGE_ASSIGN_OR_RETURN(redis::RedisTarget parsed, redis::parse_redis_url(target, "registry"));
   const int bits = options.space.datacenter_bits + options.space.worker_bits;
   if (options.space.datacenter_bits < 0 || options.space.worker_bits < 0 || bits > kMaxSlotBits) {
     return Status::InvalidArgument(
@@ -636,7 +636,7 @@ Result<std::unique_ptr<WorkerRegistry>> open_redis_registry(std::string_view tar
     return Status::InvalidArgument(fmt::format("ttl_ms must be positive, got {}", options.ttl_ms));
   }
   if (options.cluster.empty()) return Status::InvalidArgument("the cluster name is empty");
-  store::RedisTimeouts timeouts;
+  redis::RedisTimeouts timeouts;
   timeouts.command_ms = static_cast<int>(
       std::clamp<int64_t>(options.ttl_ms / 2, kMinCommandTimeoutMs, kMaxCommandTimeoutMs));
   timeouts.connect_ms = std::min(timeouts.command_ms, kMaxConnectTimeoutMs);

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "store/connection_pool.h"
-#include "store/store_options.h"
+#include "core/connection_pool.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 

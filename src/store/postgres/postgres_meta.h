@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "idforge/segment_store.h"
-#include "store/postgres_client.h"
+#include "store/postgres/postgres_client.h"
 
 namespace idforge::store {
 

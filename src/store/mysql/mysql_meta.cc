@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "store/mysql_tables.h"
+#include "store/mysql/mysql_tables.h"
 #include "store/store_common.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 namespace {

@@ -1,4 +1,4 @@
-#include "store/postgres_meta.h"
+#include "store/postgres/postgres_meta.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "store/store_common.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 namespace {

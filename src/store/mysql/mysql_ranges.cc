@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "store/mysql_tables.h"
+#include "store/mysql/mysql_tables.h"
 #include "store/store_common.h"
 
 namespace idforge::store {
@@ -239,13 +239,8 @@ Result<Segment> mysql_allocate(MysqlTable& t, std::string_view tag, uint64_t ste
 }
 
 Status mysql_create_tag(MysqlTable& t, const TagSpec& spec) {
-  IDFORGE_RETURN_IF_ERROR(validate_tag_name(spec.name));
-  if (spec.start < 1 || spec.start > kMaxId) {
-    return Status::InvalidArgument(
-        fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
-  }
   // kMaxSegmentStep (10^9) fits the `int` step column of Leaf and Tinyid.
-  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(check_new_tag(spec));
   if (!spec.serial_template.empty() && t.scheme != MysqlScheme::kIdforge) {
     return Status::InvalidArgument(fmt::format(
         "table {} has no column for a serial template; use idforge's own table for serials",

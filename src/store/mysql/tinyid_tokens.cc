@@ -1,11 +1,11 @@
-#include "store/tinyid_tokens.h"
+#include "store/mysql/tinyid_tokens.h"
 
 #include <fmt/format.h>
 
 #include <utility>
 
-#include "store/mysql_client.h"
-#include "store/mysql_url.h"
+#include "store/mysql/mysql_client.h"
+#include "store/mysql/mysql_url.h"
 
 namespace idforge::store {
 

@@ -3,7 +3,7 @@
 // for the UPDATE is the only coordination between processes. Connections and timeouts:
 // postgres_client.h; the failover guard's identity, places and durability:
 // postgres_meta.h.
-#include "store/postgres_store.h"
+#include "store/postgres/postgres_store.h"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "store/postgres_client.h"
-#include "store/postgres_meta.h"
+#include "store/postgres/postgres_client.h"
+#include "store/postgres/postgres_meta.h"
 #include "store/store_common.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 namespace {
@@ -191,12 +191,7 @@ Result<Segment> PostgresStore::allocate(std::string_view tag, uint64_t step) {
 }
 
 Status PostgresStore::create_tag(const TagSpec& spec) {
-  IDFORGE_RETURN_IF_ERROR(validate_tag_name(spec.name));
-  if (spec.start < 1 || spec.start > kMaxId) {
-    return Status::InvalidArgument(
-        fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
-  }
-  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(check_new_tag(spec));
   const std::string doing = fmt::format("creating tag '{}'", spec.name);
   std::string sqlstate;
   Result<Answer> got = run(kInsertSql,

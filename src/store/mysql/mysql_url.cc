@@ -1,4 +1,4 @@
-#include "store/mysql_url.h"
+#include "store/mysql/mysql_url.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/text.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 namespace {

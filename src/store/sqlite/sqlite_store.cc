@@ -4,7 +4,7 @@
 // single autocommit statement, so SQLite's write lock (waited for up to kBusyTimeoutMs)
 // is the only coordination needed. synchronous=FULL makes a commit durable through a
 // power loss, which is what "a returned range is never handed out again" rests on.
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite_store.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -24,7 +24,7 @@
 
 #include "store/batched_calls.h"
 #include "store/store_common.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 namespace {
@@ -385,12 +385,7 @@ Status SqliteStore::explain_refused(std::string_view tag, uint64_t step) {
 }
 
 Status SqliteStore::create_tag(const TagSpec& spec) {
-  IDFORGE_RETURN_IF_ERROR(validate_tag_name(spec.name));
-  if (spec.start < 1 || spec.start > kMaxId) {
-    return Status::InvalidArgument(
-        fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
-  }
-  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(check_new_tag(spec));
 
   std::lock_guard lock(mu_);
   StmtUse use(insert_.get());

@@ -1,4 +1,4 @@
-#include "store/mysql_client.h"
+#include "store/mysql/mysql_client.h"
 
 #include <errmsg.h>
 #include <fmt/format.h>

@@ -17,7 +17,7 @@
 
 #include "idforge/status.h"
 
-namespace idforge::store {
+namespace idforge {
 
 // Conn needs: bool looks_alive() (cheap, no round trip) and bool broken() const.
 template <typename Conn>
@@ -108,4 +108,4 @@ class ConnectionPool {
   size_t open_ = 0;  // idle + leased + being opened
 };
 
-}  // namespace idforge::store
+}  // namespace idforge

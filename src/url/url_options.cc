@@ -1,4 +1,4 @@
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace idforge::store {
+namespace idforge {
 
 std::string redact_url(std::string_view url) {
   std::string out(url);
@@ -51,24 +51,6 @@ Result<std::string> percent_decode(std::string_view in) {
   return out;
 }
 
-std::string place_text(uint32_t index, uint32_t count) {
-  return fmt::format("{}/{}", index, count);
-}
-
-Status check_place(std::string_view store, std::string_view recorded, uint32_t index,
-                   uint32_t count) {
-  if (recorded == place_text(index, count)) return Status::Ok();
-  const size_t slash = recorded.find('/');
-  const std::string was =
-      slash == std::string_view::npos
-          ? fmt::format("'{}'", recorded)
-          : fmt::format("{} of {}", recorded.substr(0, slash), recorded.substr(slash + 1));
-  return Status::InvalidArgument(fmt::format(
-      "store {} is store {} for striped tags; this process lists it as store {} of {} — list the "
-      "stores in the same order and number on every node",
-      store, was, index, count));
-}
-
 Result<UrlOptions> take_url_options(std::string_view url, const std::vector<std::string>& keys) {
   UrlOptions out;
   const size_t question = url.find('?');
@@ -109,4 +91,4 @@ Result<uint32_t> parse_option_number(const std::string& key, std::string_view va
   return n;
 }
 
-}  // namespace idforge::store
+}  // namespace idforge

@@ -1,4 +1,4 @@
-#include "store/redis_url.h"
+#include "redis/redis_url.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "core/text.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
-namespace idforge::store {
+namespace idforge::redis {
 
 std::string RedisAddress::shown() const {
   const bool v6 = host.find(':') != std::string::npos;
@@ -153,4 +153,4 @@ Result<RedisTarget> parse_redis_url(std::string_view url, std::string_view what)
   return t;
 }
 
-}  // namespace idforge::store
+}  // namespace idforge::redis

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "idforge/segment_store.h"
-#include "store/mysql_client.h"
-#include "store/mysql_url.h"
+#include "store/mysql/mysql_client.h"
+#include "store/mysql/mysql_url.h"
 
 namespace idforge::store {
 

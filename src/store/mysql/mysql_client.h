@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "store/connection_pool.h"
-#include "store/mysql_url.h"
+#include "core/connection_pool.h"
+#include "store/mysql/mysql_url.h"
 
 namespace idforge::store {
 

@@ -1,4 +1,4 @@
-#include "store/mysql_store.h"
+#include "store/mysql/mysql_store.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "store/mysql_client.h"
-#include "store/mysql_tables.h"
-#include "store/mysql_url.h"
+#include "store/mysql/mysql_client.h"
+#include "store/mysql/mysql_tables.h"
+#include "store/mysql/mysql_url.h"
 
 namespace idforge::store {
 namespace {

@@ -1,4 +1,4 @@
-#include "store/postgres_client.h"
+#include "store/postgres/postgres_client.h"
 
 #include <fmt/format.h>
 #include <poll.h>

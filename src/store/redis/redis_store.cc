@@ -12,7 +12,7 @@
 // Behind Sentinels (redis-sentinel://) that reconnect asks them for the primary again,
 // and identity() is then the new primary's replication id: the failover guard sees
 // the history change (store_guard.h).
-#include "store/redis_store.h"
+#include "store/redis/redis_store.h"
 
 #include <fmt/format.h>
 #include <hiredis.h>
@@ -26,12 +26,22 @@
 #include <vector>
 
 #include "core/text.h"
-#include "store/redis_connection.h"
+#include "redis/redis_connection.h"
 #include "store/store_common.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::store {
 namespace {
+
+// The Redis client idforge_redis shares with the Redis registry.
+using redis::parse_redis_url;
+using redis::redis_error_status;
+using redis::RedisClient;
+using redis::RedisConnection;
+using redis::RedisReplyPtr;
+using redis::RedisTarget;
+using redis::RedisTimeouts;
+using redis::reply_text;
 
 constexpr int kConnectTimeoutMs = 3000;
 constexpr int kCommandTimeoutMs = 5000;
@@ -225,12 +235,7 @@ Result<Segment> RedisStore::allocate(std::string_view tag, uint64_t step) {
 }
 
 Status RedisStore::create_tag(const TagSpec& spec) {
-  IDFORGE_RETURN_IF_ERROR(validate_tag_name(spec.name));
-  if (spec.start < 1 || spec.start > kMaxId) {
-    return Status::InvalidArgument(
-        fmt::format("start must be from 1 to {}, got {}", kMaxId, spec.start));
-  }
-  IDFORGE_RETURN_IF_ERROR(validate_step(spec.step));
+  IDFORGE_RETURN_IF_ERROR(check_new_tag(spec));
   const std::vector<std::string> keys = {tag_key(spec.name), std::string(kTagSetKey)};
   const std::vector<std::string> args = {
       spec.name,        std::to_string(spec.start - 1), std::to_string(spec.step),

@@ -1,4 +1,4 @@
-#include "store/redis_connection.h"
+#include "redis/redis_connection.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -13,7 +13,7 @@
 
 #include "core/text.h"
 
-namespace idforge::store {
+namespace idforge::redis {
 namespace {
 
 timeval to_timeval(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
@@ -350,4 +350,4 @@ Status RedisClient::ping() {
   });
 }
 
-}  // namespace idforge::store
+}  // namespace idforge::redis

@@ -1,6 +1,7 @@
-// Options idforge reads itself from a store URL's query string (`?min_replicas=1`),
+// The URL helpers every backend's URL parser shares (stores, registries, the Redis
+// client): options idforge reads itself from a URL's query string (`?min_replicas=1`),
 // taken off before the rest of the URL goes to the client library, which would refuse
-// a key it does not know.
+// a key it does not know; percent-decoding; the URL as logs may show it.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include "idforge/status.h"
 
-namespace idforge::store {
+namespace idforge {
 
 // The URL as it may appear in logs and errors: no password, neither in the user part
 // (postgres://user:secret@host, mysql://user:secret@host) nor as a parameter
@@ -21,13 +22,6 @@ std::string redact_url(std::string_view url);
 // "p%40ss" -> "p@ss", so a user or password in a URL may hold the URL's own
 // delimiters. InvalidArgument for a '%' not followed by two hex digits.
 Result<std::string> percent_decode(std::string_view in);
-
-// A store's striping place as recorded in it: "INDEX/COUNT".
-std::string place_text(uint32_t index, uint32_t count);
-// Ok when `recorded` is place (index, count); otherwise InvalidArgument naming both
-// places, since two stores at one place would hand out the same IDs.
-Status check_place(std::string_view store, std::string_view recorded, uint32_t index,
-                   uint32_t count);
 
 // The most replicas min_replicas may ask for.
 inline constexpr uint32_t kMaxMinReplicas = 100;
@@ -44,4 +38,4 @@ Result<UrlOptions> take_url_options(std::string_view url, const std::vector<std:
 // A whole number from 0 to `max` for option `key`; InvalidArgument naming the option.
 Result<uint32_t> parse_option_number(const std::string& key, std::string_view value, uint32_t max);
 
-}  // namespace idforge::store
+}  // namespace idforge

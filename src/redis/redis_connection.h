@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "store/connection_pool.h"
-#include "store/redis_url.h"
+#include "core/connection_pool.h"
+#include "redis/redis_url.h"
 
-namespace idforge::store {
+namespace idforge::redis {
 
 struct RedisReplyFree {
   void operator()(redisReply* r) const { freeReplyObject(r); }
@@ -165,4 +165,4 @@ auto RedisClient::with_connection(Fn&& fn) -> decltype(fn(std::declval<RedisConn
   }
 }
 
-}  // namespace idforge::store
+}  // namespace idforge::redis

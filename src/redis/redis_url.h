@@ -10,7 +10,7 @@
 
 #include "idforge/status.h"
 
-namespace idforge::store {
+namespace idforge::redis {
 
 struct RedisAddress {
   std::string host;
@@ -42,4 +42,4 @@ Result<RedisTarget> parse_redis_url(std::string_view url, std::string_view what)
 // Whether `url` is of a scheme parse_redis_url reads.
 bool is_redis_url(std::string_view url);
 
-}  // namespace idforge::store
+}  // namespace idforge::redis
