@@ -5,11 +5,11 @@
 #include <charconv>
 #include <string>
 
-#include "coord/etcd_registry.h"
+#include "coord/etcd/etcd_registry.h"
 #include "coord/local_registry.h"
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 #include "coord/static_registry.h"
-#include "coord/zookeeper_registry.h"
+#include "coord/zookeeper/zookeeper_registry.h"
 #include "core/text.h"
 
 namespace idforge::coord {

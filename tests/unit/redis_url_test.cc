@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 
 namespace idforge::redis {
 namespace {

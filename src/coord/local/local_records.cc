@@ -1,4 +1,4 @@
-#include "coord/local_records.h"
+#include "coord/local/local_records.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -54,7 +54,7 @@
 // Every node of a cluster name must use the same layout: slot numbers of different
 // node-bit splits mean different (datacenter, worker) pairs, so nothing here could
 // keep them apart.
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 
 #include <fmt/format.h>
 #include <hiredis.h>
@@ -67,7 +67,7 @@
 #include <utility>
 #include <vector>
 
-#include "coord/redis_records.h"
+#include "coord/redis/redis_records.h"
 #include "core/random.h"
 #include "core/text.h"
 #include "core/thread_annotations.h"

@@ -1,4 +1,4 @@
-#include "coord/zk_session.h"
+#include "coord/zookeeper/zk_session.h"
 
 // The blocking calls (zoo_create, zoo_get, ...) are declared only for the multi-threaded
 // client, which is the library we link.

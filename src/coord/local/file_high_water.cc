@@ -1,4 +1,4 @@
-#include "coord/file_high_water.h"
+#include "coord/local/file_high_water.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

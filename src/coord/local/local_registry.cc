@@ -4,16 +4,16 @@
 // slot is free at once. DIR/identities/<identity> remembers each identity's last slot,
 // which it gets back when free. Only one host may use DIR (never a network share: flock
 // over NFS is not reliable, and two hosts would need a coordinator anyway).
-#include "coord/local_registry.h"
+#include "coord/local/local_registry.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <string>
 
-#include "coord/file_high_water.h"
-#include "coord/local_records.h"
-#include "coord/slot_file_registry.h"
+#include "coord/local/file_high_water.h"
+#include "coord/local/local_records.h"
+#include "coord/local/slot_file_registry.h"
 #include "core/text.h"
 
 namespace idforge::coord {

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "coord/etcd_url.h"
+#include "coord/etcd/etcd_url.h"
 #include "core/thread_annotations.h"
 #include "idforge/status.h"
 

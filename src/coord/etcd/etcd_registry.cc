@@ -40,7 +40,7 @@
 // force_release deletes the worker key at once. The old holder learns it on its next
 // renew; until then it may still issue, but only below the mark it stored, and the new
 // holder starts above that mark.
-#include "coord/etcd_registry.h"
+#include "coord/etcd/etcd_registry.h"
 
 #include <fmt/format.h>
 
@@ -53,8 +53,8 @@
 #include <utility>
 #include <vector>
 
-#include "coord/etcd_client.h"
-#include "coord/etcd_records.h"
+#include "coord/etcd/etcd_client.h"
+#include "coord/etcd/etcd_records.h"
 #include "core/text.h"
 
 namespace idforge::coord {

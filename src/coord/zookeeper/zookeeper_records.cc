@@ -1,4 +1,4 @@
-#include "coord/zookeeper_records.h"
+#include "coord/zookeeper/zookeeper_records.h"
 
 namespace idforge::coord {
 namespace {

@@ -40,7 +40,7 @@
 // Sessions and nodes are written to the transaction log before any reply, so a server
 // restart keeps them too. Only an operator's force_release (or a wiped data dir) frees
 // a live lease.
-#include "coord/zookeeper_registry.h"
+#include "coord/zookeeper/zookeeper_registry.h"
 
 #include <fmt/format.h>
 
@@ -57,8 +57,8 @@
 #include <utility>
 #include <vector>
 
-#include "coord/zk_session.h"
-#include "coord/zookeeper_records.h"
+#include "coord/zookeeper/zk_session.h"
+#include "coord/zookeeper/zookeeper_records.h"
 #include "core/text.h"
 #include "core/thread_annotations.h"
 

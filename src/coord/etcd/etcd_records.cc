@@ -1,4 +1,4 @@
-#include "coord/etcd_records.h"
+#include "coord/etcd/etcd_records.h"
 
 namespace idforge::coord {
 namespace {

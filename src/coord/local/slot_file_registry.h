@@ -1,5 +1,5 @@
 // SlotFileRegistry: what the `static` and `local` registries share. Leases are slot
-// lock files (coord/slot_files.h) held by this object; renew stores the slot's mark in
+// lock files (coord/local/slot_files.h) held by this object; renew stores the slot's mark in
 // its .mark file; status lists every held lock file in the directory; force_release
 // can only remove a stale lock file, since no process can break another's flock.
 //
@@ -13,8 +13,8 @@
 #include <mutex>
 #include <string>
 
-#include "coord/file_high_water.h"
-#include "coord/slot_files.h"
+#include "coord/local/file_high_water.h"
+#include "coord/local/slot_files.h"
 #include "core/worker_registry.h"
 
 namespace idforge::coord {

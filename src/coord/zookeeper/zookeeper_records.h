@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "coord/zk_session.h"
+#include "coord/zookeeper/zk_session.h"
 #include "core/fleet_records.h"
 
 namespace idforge::coord {

@@ -1,4 +1,4 @@
-#include "coord/etcd_url.h"
+#include "coord/etcd/etcd_url.h"
 
 #include <fmt/format.h>
 

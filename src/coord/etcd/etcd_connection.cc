@@ -1,4 +1,4 @@
-#include "coord/etcd_connection.h"
+#include "coord/etcd/etcd_connection.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>

@@ -5,7 +5,7 @@
 // is refused rather than issuing the same IDs, and keep the slot's mark there across
 // restarts. Other hosts are the operator's responsibility: that is what the
 // coordinators are for.
-#include "coord/static_registry.h"
+#include "coord/local/static_registry.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "coord/slot_file_registry.h"
+#include "coord/local/slot_file_registry.h"
 #include "core/text.h"
 
 namespace idforge::coord {

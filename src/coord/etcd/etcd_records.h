@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "coord/etcd_client.h"
+#include "coord/etcd/etcd_client.h"
 #include "core/fleet_records.h"
 
 namespace idforge::coord {

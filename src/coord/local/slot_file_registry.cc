@@ -1,4 +1,4 @@
-#include "coord/slot_file_registry.h"
+#include "coord/local/slot_file_registry.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

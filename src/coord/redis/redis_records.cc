@@ -1,4 +1,4 @@
-#include "coord/redis_records.h"
+#include "coord/redis/redis_records.h"
 
 #include <fmt/format.h>
 

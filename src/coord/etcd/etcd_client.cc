@@ -1,4 +1,4 @@
-#include "coord/etcd_client.h"
+#include "coord/etcd/etcd_client.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <exception>
 #include <utility>
 
-#include "coord/etcd_connection.h"
+#include "coord/etcd/etcd_connection.h"
 
 namespace idforge::coord {
 namespace {

@@ -1,4 +1,4 @@
-#include "coord/slot_files.h"
+#include "coord/local/slot_files.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
