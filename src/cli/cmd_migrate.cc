@@ -43,9 +43,9 @@ std::string ago(int64_t then_ms) {
 Result<std::string> table_url(const MigrateFlags& f) {
   const store::StoreKind* kind = store::find_store_kind(f.url);
   if (kind == nullptr || kind->name != "mysql") {
-    return Status::InvalidArgument(
-        fmt::format("--store must be the MySQL or MariaDB database of the {} servers ({}), got '{}'",
-                    f.from, store::store_url_form("mysql"), redact_url(f.url)));
+    return Status::InvalidArgument(fmt::format(
+        "--store must be the MySQL or MariaDB database of the {} servers ({}), got '{}'", f.from,
+        store::store_url_form("mysql"), redact_url(f.url)));
   }
   std::string url = f.url;
   if (url.find("table=") == std::string::npos) {
@@ -174,8 +174,7 @@ int run_migrate(const MigrateFlags& f) {
   } else {
     fmt::print("\n--apply will: {}\n", action.empty() ? "nothing" : action);
   }
-  fmt::print("serve it with: idforge serve --store '{}' (with the password)\n",
-             redact_url(*url));
+  fmt::print("serve it with: idforge serve --store '{}' (with the password)\n", redact_url(*url));
   return kExitOk;
 }
 

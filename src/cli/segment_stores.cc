@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "coord/registry_factory.h"
 #include "idforge/segment_buffer.h"
 #include "store/store_factory.h"
 
@@ -46,7 +47,7 @@ void add_floor_registry_flag(CLI::App& cmd, StoreFlags& flags) {
                  "worker.registry")
       ->type_name("URL")
       ->envname("IDFORGE_REGISTRY")
-      ->default_str("local:DATA_DIR/workers");
+      ->default_str(coord::local_registry_url("DATA_DIR/workers"));
 }
 
 Result<coord::RegistryFloor> open_floor(const StoreFlags& flags) {

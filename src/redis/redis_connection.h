@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include "idforge/status.h"
 #include "core/connection_pool.h"
+#include "idforge/status.h"
 #include "redis/redis_url.h"
 
 namespace idforge::redis {

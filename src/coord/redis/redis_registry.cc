@@ -587,11 +587,8 @@ Status RedisRegistry::force_release(uint64_t slot) {
 
 }  // namespace
 
-bool is_redis_registry_url(std::string_view url) { return redis::is_redis_url(url); }
-
 Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url) {
-  Result<UrlOptions> taken =
-      take_url_options(url, {"min_replicas", "replica_wait_ms"});
+  Result<UrlOptions> taken = take_url_options(url, {"min_replicas", "replica_wait_ms"});
   if (!taken.ok()) {
     return Status::InvalidArgument(fmt::format("redis registry URL: {}", taken.status().message()));
   }

@@ -24,8 +24,6 @@ struct RedisRegistryUrl {
   RedisLeaseWrites writes;
 };
 
-// Whether `url` is a Redis registry's: redis:// or redis-sentinel://.
-bool is_redis_registry_url(std::string_view url);
 // Takes min_replicas and replica_wait_ms off `url`'s query; InvalidArgument naming a
 // bad value. The rest (ttl_ms, cluster) stays for open_registry.
 Result<RedisRegistryUrl> take_redis_registry_options(std::string_view url);

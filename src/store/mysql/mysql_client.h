@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "idforge/status.h"
 #include "core/connection_pool.h"
+#include "idforge/status.h"
 #include "store/mysql/mysql_url.h"
 
 namespace idforge::store {

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "idforge/status.h"
 #include "core/connection_pool.h"
+#include "idforge/status.h"
 #include "url/url_options.h"
 
 namespace idforge::store {
