@@ -193,7 +193,7 @@ std::string describe_registry_kinds() {
   std::string out;
   for (const RegistryKind& kind : kKinds) {
     if (!out.empty()) out += '\n';
-    out += fmt::format("  {:<36} {}", fmt::format("{}{}", kind.scheme, kind.forms[0]), kind.what);
+    out += fmt::format("  {:<38} {}", fmt::format("{}{}", kind.scheme, kind.forms[0]), kind.what);
   }
   return out;
 }

@@ -67,7 +67,7 @@ std::string describe_store_kinds() {
   std::string out;
   for (const StoreKind& kind : kKinds) {
     if (!out.empty()) out += '\n';
-    out += fmt::format("  {:<36} {}", fmt::format("{}{}", kind.scheme, kind.form), kind.what);
+    out += fmt::format("  {:<38} {}", fmt::format("{}{}", kind.scheme, kind.form), kind.what);
     if (!kind.alias.empty()) out += fmt::format(" (also {})", kind.alias);
   }
   return out;
