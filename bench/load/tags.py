@@ -33,7 +33,7 @@ import time
 
 TOKEN = "b" * 32
 CLIENTS = 8
-# The SQLite store's own allocation, kAllocateSql in src/store/sqlite_store.cc: keep the two
+# The SQLite store's own allocation, kAllocateSql in src/store/sqlite/sqlite_store.cc: keep the two
 # the same, or the baseline measures another statement.
 ALLOCATE_SQL = (
     "UPDATE idforge_segments"

@@ -4,9 +4,10 @@
 // A tag is a named sequence: one row (or hash) holding max_id and step. allocate() moves
 // max_id up by `step` in one atomic statement and hands the caller the numbers
 // (max_id - step, max_id]; it returns only once the new max_id is committed, so no ID
-// of a range is ever visible before it is durable. Implementations: src/store/ (sqlite,
-// postgres, mysql for MySQL and MariaDB, redis). They block; callers keep them off I/O
-// threads. Implementations must be thread-safe.
+// of a range is ever visible before it is durable. Implementations: one folder each in
+// src/store/ (sqlite, postgres, mysql for MySQL and MariaDB, redis), listed in the table
+// of kinds in src/store/store_factory.cc. They block; callers keep them off I/O threads.
+// Implementations must be thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -85,7 +85,7 @@ WorkloadResult make_segment_sqlite() {
   if (mkdtemp(tmpl) == nullptr) return Status::IoError("cannot make a temporary directory");
   std::string dir = tmpl;
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentStore> store,
-                           store::open_store("sqlite:" + dir + "/bench.db"));
+                           store::open_store(store::sqlite_url(dir + "/bench.db")));
   TagSpec spec;
   spec.name = "bench";
   spec.step = bench_options().min_step;

@@ -14,11 +14,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "idforge/segment_store.h"
-#include "store/mysql_url.h"
+#include "store/mysql/mysql_url.h"
 #include "store/store_common.h"
 #include "store/store_factory.h"
 #include "store/store_guard.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::cli {
 namespace {
@@ -41,11 +41,11 @@ std::string ago(int64_t then_ms) {
 
 // The URL with the system's table when it names none: `from-leaf` means leaf_alloc.
 Result<std::string> table_url(const MigrateFlags& f) {
-  if (!f.url.starts_with("mysql://") && !f.url.starts_with("mariadb://")) {
+  const store::StoreKind* kind = store::find_store_kind(f.url);
+  if (kind == nullptr || kind->name != "mysql") {
     return Status::InvalidArgument(fmt::format(
-        "--store must be the MySQL or MariaDB database of the {} servers (mysql://USER:PASSWORD@"
-        "HOST:PORT/DB), got '{}'",
-        f.from, store::redact_url(f.url)));
+        "--store must be the MySQL or MariaDB database of the {} servers ({}), got '{}'", f.from,
+        store::store_url_form("mysql"), redact_url(f.url)));
   }
   std::string url = f.url;
   if (url.find("table=") == std::string::npos) {
@@ -174,8 +174,7 @@ int run_migrate(const MigrateFlags& f) {
   } else {
     fmt::print("\n--apply will: {}\n", action.empty() ? "nothing" : action);
   }
-  fmt::print("serve it with: idforge serve --store '{}' (with the password)\n",
-             store::redact_url(*url));
+  fmt::print("serve it with: idforge serve --store '{}' (with the password)\n", redact_url(*url));
   return kExitOk;
 }
 
@@ -195,9 +194,10 @@ void add_migrate_command(CLI::App& app, int& exit_status) {
                     system));
     sub->add_option(
            "--store", flags->url,
-           fmt::format("The MySQL/MariaDB database of the {} servers: "
-                       "mysql://USER:PASSWORD@HOST:PORT/DB (the table defaults to {})",
-                       system, std::string(from) == "leaf" ? "leaf_alloc" : "tiny_id_info"))
+           fmt::format("The MySQL/MariaDB database of the {} servers: {} (the table defaults "
+                       "to {})",
+                       system, store::store_url_form("mysql"),
+                       std::string(from) == "leaf" ? "leaf_alloc" : "tiny_id_info"))
         ->required()
         ->type_name("URL");
     sub->add_flag("--apply", flags->apply,

@@ -13,6 +13,7 @@
 #include "cli/common.h"
 #include "cli/segment_stores.h"
 #include "cli/worker_lease.h"
+#include "coord/registry_factory.h"
 #include "idforge/clock.h"
 #include "idforge/snowflake.h"
 
@@ -187,12 +188,11 @@ void add_next_command(CLI::App& app, int& exit_status) {
                 "(Redis without appendfsync always, PostgreSQL with fsync off; docs/stores.md)");
   add_registry_flags(*cmd, flags->registry, /*required=*/false, /*with_identity=*/true);
   cmd->get_option("--registry")
-      ->description(
-          "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, redis://HOST:PORT, "
-          "redis-sentinel://HOST:PORT,.../MASTER, etcd://HOST:PORT,... or "
-          "zookeeper://HOST:PORT,.../PATH, each optionally with ?ttl_ms=N&cluster=NAME. Snowflake: "
-          "the worker id comes from a lease. With --tag: the fleet floor the ranges are recorded "
-          "in (default local:DATA_DIR/workers; docs/stores.md, \"The fleet floor\")");
+      ->description(fmt::format(
+          "Worker-id registry: {}. Snowflake: the worker id comes from a lease. With --tag: the "
+          "fleet floor the ranges are recorded in (default {}; docs/stores.md, \"The fleet "
+          "floor\")",
+          coord::registry_url_forms(), coord::local_registry_url("DATA_DIR/workers")));
   cmd->footer(
       "Without --registry the node fields come from the flags and IDs are unique only\n"
       "within this process (and, thanks to a short wait at exit, across back-to-back runs);\n"

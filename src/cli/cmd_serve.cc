@@ -105,8 +105,8 @@ void add_setting_flags(CLI::App& cmd, ServeFlags& flags) {
   for (const settings::Spec& spec : settings::all()) {
     const SettingInfo& setting = spec.info;
     CLI::Option* option = cmd.get_option(std::string(setting.flag));
-    option->description(fmt::format("{} [{}, config key {}; default {}]", setting.help, setting.env,
-                                    setting.key, settings::default_shown(spec)));
+    option->description(fmt::format("{} [{}, config key {}; default {}]", settings::help_of(spec),
+                                    setting.env, setting.key, settings::default_shown(spec)));
     option->default_str("");  // the description says it
     option->type_name(std::string(setting.value_name));
     option->group(group_of(setting.key));

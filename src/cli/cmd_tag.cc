@@ -15,6 +15,7 @@
 #include "idforge/segment_store.h"
 #include "idforge/serial.h"
 #include "idforge/time_format.h"
+#include "store/store_factory.h"
 
 namespace idforge::cli {
 namespace {
@@ -388,7 +389,9 @@ void add_tag_command(CLI::App& app, int& exit_status) {
       "Examples:\n"
       "  idforge tag create order --start 1000 --step 2000 --description 'order numbers'\n"
       "  idforge tag list\n"
-      "  idforge next --tag order --count 5");
+      "  idforge next --tag order --count 5\n"
+      "Stores (--store):\n" +
+      store::describe_store_kinds());
 
   auto flags = std::make_shared<TagFlags>();
 

@@ -17,6 +17,7 @@
 #include "cli/common.h"
 #include "cli/segment_stores.h"
 #include "cli/worker_lease.h"
+#include "coord/registry_factory.h"
 #include "idforge/time_format.h"
 
 namespace idforge::cli {
@@ -252,7 +253,9 @@ void add_worker_command(CLI::App& app, int& exit_status) {
       "Examples:\n"
       "  idforge worker acquire --registry local:./idforge-data --hold-ms 60000\n"
       "  idforge worker status --registry redis://127.0.0.1:6379\n"
-      "  idforge worker release --registry redis://127.0.0.1:6379 7");
+      "  idforge worker release --registry redis://127.0.0.1:6379 7\n"
+      "Registries (--registry):\n" +
+      coord::describe_registry_kinds());
 
   auto status_flags = std::make_shared<WorkerFlags>();
   CLI::App* status = worker->add_subcommand("status", "List the taken worker slots");

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "coord/registry_factory.h"
 #include "idforge/segment_buffer.h"
+#include "store/store_factory.h"
 
 namespace idforge::cli {
 namespace {
@@ -26,15 +28,14 @@ constexpr uint64_t kMaxDynamicStep = 1'000'000;
 
 void add_store_flags(CLI::App& cmd, StoreFlags& flags) {
   cmd.add_option("--store", flags.urls,
-                 "Segment store: sqlite:PATH, postgres://USER@HOST:PORT/DB, "
-                 "mysql://USER:PASSWORD@HOST:PORT/DB, redis://HOST:PORT or "
-                 "redis-sentinel://HOST:PORT,.../MASTER; repeat to stripe a tag over several "
-                 "(always the same stores, same order)")
+                 fmt::format("Segment store: {}; repeat to stripe a tag over several (always "
+                             "the same stores, same order)",
+                             store::store_url_forms()))
       ->type_name("URL")
       ->allow_extra_args(false);
   cmd.add_option("--data-dir", flags.data_dir,
-                 "Local state directory (created 0700); the default store is "
-                 "sqlite:DIR/segments.db")
+                 fmt::format("Local state directory (created 0700); the default store is {}",
+                             store::sqlite_url("DIR/segments.db")))
       ->type_name("DIR")
       ->default_str(kDefaultDataDir);
 }
@@ -46,7 +47,7 @@ void add_floor_registry_flag(CLI::App& cmd, StoreFlags& flags) {
                  "worker.registry")
       ->type_name("URL")
       ->envname("IDFORGE_REGISTRY")
-      ->default_str("local:DATA_DIR/workers");
+      ->default_str(coord::local_registry_url("DATA_DIR/workers"));
 }
 
 Result<coord::RegistryFloor> open_floor(const StoreFlags& flags) {

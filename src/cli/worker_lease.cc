@@ -5,15 +5,15 @@
 
 #include <climits>
 
+#include "coord/registry_factory.h"
+
 namespace idforge::cli {
 
 void add_registry_flags(CLI::App& cmd, RegistryFlags& flags, bool required, bool with_identity) {
   CLI::Option* registry =
       cmd.add_option("--registry", flags.url,
-                     "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, "
-                     "redis://HOST:PORT, redis-sentinel://HOST:PORT,.../MASTER, "
-                     "etcd://HOST:PORT,... or zookeeper://HOST:PORT,.../PATH, each optionally "
-                     "with ?ttl_ms=N&cluster=NAME (docs/operations.md, \"Worker ids\")")
+                     fmt::format("Worker-id registry: {} (docs/operations.md, \"Worker ids\")",
+                                 coord::registry_url_forms()))
           ->type_name("URL");
   if (required) registry->required();
   if (with_identity) {

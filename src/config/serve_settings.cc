@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "config/values.h"
+#include "coord/registry_factory.h"
 #include "core/parse_u64.h"
 #include "core/quote.h"
 #include "idforge/layout.h"
@@ -14,8 +15,9 @@
 #include "idforge/time_format.h"
 #include "log/log.h"
 #include "server/net/net_server.h"
-#include "store/store_options.h"
+#include "store/store_factory.h"
 #include "store/zoneinfo.h"
+#include "url/url_options.h"
 
 namespace idforge::config::settings {
 namespace {
@@ -189,10 +191,8 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.service.max_wait_ms); }},
 
     {{"segment.stores", "IDFORGE_STORE", "--store", "URL", "",
-      "Segment store URLs: sqlite:PATH, postgres://USER@HOST:PORT/DB, "
-      "mysql://USER:PW@HOST:PORT/DB, redis://HOST:PORT or redis-sentinel://HOST:PORT,.../MASTER; "
-      "several stripe each tag over them (always the same stores, in the same order). TOML: "
-      "an array; variable: separated by commas; flag: repeated",
+      "Segment store URLs: {forms}; several stripe each tag over them (always the same stores, in "
+      "the same order). TOML: an array; variable: separated by commas; flag: repeated",
       /*list=*/true},
      {Kind::kStores},
      [](ServeConfig& c, Value& v) { c.service.store_urls = std::move(v.list); },
@@ -251,21 +251,17 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return toml_string(c.service.serial_zone); },
      "UTC"},
     {{"segment.tinyid_tokens", "IDFORGE_TINYID_TOKENS", "--tinyid-tokens", "URL", "",
-      "MySQL database (mysql://USER:PW@HOST:PORT/DB) whose tiny_id_token table holds the "
+      "MySQL database ({mysql}) whose tiny_id_token table holds the "
       "tokens of Tinyid's routes (/tinyid/id/...), read at start and every minute; none: "
       "those routes refuse every token"},
      {Kind::kText},
      [](ServeConfig& c, Value& v) { c.service.tinyid_tokens_url = std::move(v.text); },
-     [](const ServeConfig& c) {
-       return toml_string(store::redact_url(c.service.tinyid_tokens_url));
-     },
+     [](const ServeConfig& c) { return toml_string(redact_url(c.service.tinyid_tokens_url)); },
      "none",
      "migrating.md#from-tinyid"},
 
     {{"worker.registry", "IDFORGE_REGISTRY", "--registry", "URL", "",
-      "Worker-id registry: local:DIR, static:DC/WORKER, static:ordinal, redis://HOST:PORT, "
-      "redis-sentinel://HOST:PORT,.../MASTER, etcd://HOST:PORT,... or "
-      "zookeeper://HOST:PORT,.../PATH, each optionally with ?ttl_ms=N&cluster=NAME"},
+      "Worker-id registry: {forms}"},
      {Kind::kRegistry},
      [](ServeConfig& c, Value& v) { c.service.registry_url = std::move(v.text); },
      [](const ServeConfig& c) { return toml_string(c.service.registry_url); },
@@ -370,21 +366,23 @@ constexpr Spec kSpecs[] = {
      [](const ServeConfig& c) { return num(c.service.slow_store_ms); }},
 };
 
-constexpr std::string_view kStoreSchemes[] = {"sqlite:",          "postgres://", "postgresql://",
-                                              "mysql://",         "mariadb://",  "redis://",
-                                              "redis-sentinel://"};
-constexpr std::string_view kRegistrySchemes[] = {"local:",  "static:",           "redis://",
-                                                 "etcd://", "redis-sentinel://", "zookeeper://"};
-
-template <size_t N>
-bool has_scheme(std::string_view url, const std::string_view (&schemes)[N]) {
-  return std::any_of(std::begin(schemes), std::end(schemes),
-                     [url](std::string_view s) { return url.starts_with(s); });
-}
-
 }  // namespace
 
 std::span<const Spec> all() { return kSpecs; }
+
+std::string help_of(const Spec& spec) {
+  // The URL forms come from the tables of kinds (store_factory.h, registry_factory.h).
+  std::string help(spec.info.help);
+  auto put = [&help](std::string_view mark, const std::string& text) {
+    if (const size_t at = help.find(mark); at != std::string::npos) {
+      help.replace(at, mark.size(), text);
+    }
+  };
+  if (spec.check.kind == Kind::kStores) put("{forms}", store::store_url_forms());
+  if (spec.check.kind == Kind::kRegistry) put("{forms}", coord::registry_url_forms());
+  put("{mysql}", store::store_url_form("mysql"));
+  return help;
+}
 
 const Spec* find(std::string_view key) {
   for (const Spec& spec : kSpecs) {
@@ -463,12 +461,8 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
       }
       return Status::Ok();
     case Kind::kRegistry:
-      if (!text.empty() && !has_scheme(text, kRegistrySchemes)) {
-        return Status::InvalidArgument(
-            fmt::format("{}: unknown registry URL {} (expected local:DIR, static:DC/WORKER, "
-                        "static:ordinal, redis://HOST:PORT, redis-sentinel://HOST:PORT/MASTER, "
-                        "etcd://HOST:PORT or zookeeper://HOST:PORT/PATH)",
-                        subject, quote_text(text)));
+      if (Status known = coord::check_registry_url(text); !known.ok()) {
+        return Status::InvalidArgument(fmt::format("{}: {}", subject, known.message()));
       }
       return Status::Ok();
     case Kind::kBool:
@@ -505,12 +499,8 @@ Status check_text(const Spec& spec, const std::string& subject, const std::strin
 
 Status add_store(const std::string& subject, const std::string& url,
                  std::vector<std::string>& list) {
-  if (!has_scheme(url, kStoreSchemes)) {
-    return Status::InvalidArgument(
-        fmt::format("{}: unknown store URL {} (expected sqlite:PATH, postgres://USER@HOST:PORT/DB, "
-                    "mysql://USER:PASSWORD@HOST:PORT/DB, redis://HOST:PORT or "
-                    "redis-sentinel://HOST:PORT/MASTER)",
-                    subject, quote_text(url)));
+  if (Status known = store::check_store_url(url); !known.ok()) {
+    return Status::InvalidArgument(fmt::format("{}: {}", subject, known.message()));
   }
   // The position of a store is part of every ID it issues; a repeated one would
   // silently change K.

@@ -62,6 +62,10 @@ struct Spec {
 
 // Every setting, in the documented order.
 std::span<const Spec> all();
+// The setting's help as --help and the docs show it: "{forms}" in the table's text
+// becomes the URL forms of the layer's table of kinds (store_factory.h,
+// registry_factory.h), "{mysql}" the form of a MySQL URL.
+std::string help_of(const Spec& spec);
 // The setting with this TOML key, or null.
 const Spec* find(std::string_view key);
 

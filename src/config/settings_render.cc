@@ -11,7 +11,7 @@
 
 #include "config/serve_config.h"
 #include "config/serve_settings.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::config {
 namespace {
@@ -74,7 +74,7 @@ std::string markdown_row(const Spec& spec) {
     shown = fmt::format("`{}`", value);
     if (!spec.empty_hint.empty()) shown += fmt::format(" ({})", spec.empty_hint);
   }
-  std::string meaning = fmt::format("{}{}", info.help, range_note(spec));
+  std::string meaning = fmt::format("{}{}", settings::help_of(spec), range_note(spec));
   if (!spec.see.empty()) meaning += fmt::format("; see [{0}]({0})", spec.see);
   return fmt::format("| `{}` | `{}` | {} | {} | {} |\n", info.key, info.env, flag, shown, meaning);
 }
@@ -105,7 +105,7 @@ Result<std::string> describe_toml() {
     const std::string_view key = spec.info.key;
     headers.before(out, key);
     out += '\n';
-    std::string help = fmt::format("{}{}.", spec.info.help, range_note(spec));
+    std::string help = fmt::format("{}{}.", settings::help_of(spec), range_note(spec));
     if (!spec.empty_hint.empty()) {
       help += fmt::format(" Default: {}.", settings::default_shown(spec));
     }
@@ -177,11 +177,11 @@ std::vector<std::pair<std::string, std::string>> settings_for_log(const ServeCon
         value = value.substr(1, value.size() - 2);
       }
     }
-    if (spec.check.kind == Kind::kRegistry) value = store::redact_url(value);
+    if (spec.check.kind == Kind::kRegistry) value = redact_url(value);
     if (spec.check.kind == Kind::kStores) {
       std::vector<std::string> urls;
       for (const std::string& url : config.service.store_urls) {
-        urls.push_back(store::redact_url(url));
+        urls.push_back(redact_url(url));
       }
       value = fmt::format("{}", fmt::join(urls, ","));
     }

@@ -7,7 +7,7 @@
 #include <thread>
 #include <utility>
 
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 #include "coord/registry_factory.h"
 #include "core/snowflake_mark.h"
 #include "log/log.h"

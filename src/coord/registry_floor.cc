@@ -7,7 +7,7 @@
 namespace idforge::coord {
 
 std::string default_registry_url(const std::string& data_dir) {
-  return "local:" + data_dir + "/workers";
+  return local_registry_url(data_dir + "/workers");
 }
 
 Result<RegistryFloor> open_registry_floor(const std::string& url, const std::string& data_dir) {
@@ -26,7 +26,8 @@ Result<RegistryFloor> open_registry_floor(const std::string& url, const std::str
   out.registry = std::move(registry).value();
   if (FleetRecords* records = out.registry->fleet_records()) {
     out.floor = std::make_unique<FleetFloor>(*records);
-    out.on_this_host = used.starts_with("local:");
+    const RegistryKind* kind = find_registry_kind(used);
+    out.on_this_host = kind != nullptr && kind->on_this_host;
   }
   return out;
 }

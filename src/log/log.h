@@ -19,7 +19,7 @@
 // are the caller's literals; "ts", "level" and "event" are taken.
 //
 // Secrets: callers pass URLs through their redaction (a store's describe(),
-// store::redact_url) and never pass a header, a token or a password.
+// redact_url) and never pass a header, a token or a password.
 //
 // Until configure() is called the log writes level info and up in the text format.
 // Lines are written whole under one lock (spdlog's stderr sink), flushed at once from

@@ -17,7 +17,7 @@
 #include "server/service_snowflake.h"
 #include "store/store_common.h"
 #include "store/store_set.h"
-#include "store/tinyid_tokens.h"
+#include "store/mysql/tinyid_tokens.h"
 #include "store/zoneinfo.h"
 
 namespace idforge::server {

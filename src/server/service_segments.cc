@@ -7,7 +7,7 @@
 
 #include "core/now_ms.h"
 #include "log/log.h"
-#include "store/store_options.h"
+#include "url/url_options.h"
 
 namespace idforge::server {
 namespace {
@@ -181,7 +181,7 @@ std::string SegmentPart::store_name(size_t index) const {
 
 std::string SegmentPart::store_log_name(size_t index) const {
   const store::OpenedStore& o = stores_[index];
-  return o.store ? o.store->describe() : store::redact_url(o.url);
+  return o.store ? o.store->describe() : redact_url(o.url);
 }
 
 bool SegmentPart::store_up(size_t index, int64_t now_ms, std::string* why) const {

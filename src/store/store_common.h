@@ -1,11 +1,16 @@
-// Small things the segment stores share.
+// Small things the segment stores share (idforge_store_common, linked by each store's
+// own target in store/<kind>/).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "core/now_ms.h"
+#include "idforge/segment_store.h"
+#include "idforge/status.h"
 
 namespace idforge::store {
 
@@ -15,5 +20,16 @@ inline constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int
 
 // The wall clock in Unix milliseconds, for a tag's updated_at.
 inline int64_t now_unix_ms() { return unix_now_ms(); }
+
+// What every store checks before it creates a tag: the name (validate_tag_name), a
+// start from 1 to kMaxId, and the step (validate_step).
+Status check_new_tag(const TagSpec& spec);
+
+// A store's striping place as recorded in it: "INDEX/COUNT".
+std::string place_text(uint32_t index, uint32_t count);
+// Ok when `recorded` is place (index, count); otherwise InvalidArgument naming both
+// places, since two stores at one place would hand out the same IDs.
+Status check_place(std::string_view store, std::string_view recorded, uint32_t index,
+                   uint32_t count);
 
 }  // namespace idforge::store

@@ -54,7 +54,7 @@ Result<std::vector<OpenedStore>> open_stores(const std::vector<std::string>& giv
   std::vector<std::string> urls = given;
   if (urls.empty()) {
     IDFORGE_RETURN_IF_ERROR(ensure_data_dir(data_dir));
-    urls.push_back("sqlite:" + (fs::path(data_dir) / "segments.db").string());
+    urls.push_back(sqlite_url((fs::path(data_dir) / "segments.db").string()));
   }
   for (size_t i = 0; i < urls.size(); ++i) {
     if (std::find(urls.begin(), urls.begin() + static_cast<ptrdiff_t>(i), urls[i]) !=

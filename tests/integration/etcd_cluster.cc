@@ -19,7 +19,7 @@
 #include <thread>
 #include <utility>
 
-#include "coord/etcd_client.h"
+#include "coord/etcd/etcd_client.h"
 #include "support/process.h"
 
 namespace idforge::integration {

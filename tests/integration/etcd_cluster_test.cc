@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "coord/etcd_registry.h"
+#include "coord/etcd/etcd_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "coord/etcd_registry.h"
+#include "coord/etcd/etcd_registry.h"
 #include "coord/lease_keeper.h"
 #include "core/worker_registry.h"
 #include "idforge/layout.h"

@@ -2,7 +2,7 @@
 // is etcd's own: its key layout, etcd's minimum TTL, concurrent renews of one lease, and
 // its URLs. The contract it shares with the other coordinators is in
 // registry_contract_test.cc; etcd_fencing_test.cc covers etcd going away under a holder.
-#include "coord/etcd_registry.h"
+#include "coord/etcd/etcd_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "coord/etcd_client.h"
+#include "coord/etcd/etcd_client.h"
 #include "core/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"

@@ -4,7 +4,7 @@
 // data: the history record and the quarantine it sets, and `idforge serve` nodes that
 // must never share a worker id through a flush or a restart without persistence. The
 // contract it shares with the other coordinators is in registry_contract_test.cc.
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 #include "coord/registry_factory.h"
 #include "core/worker_registry.h"
 #include "idforge/segment_store.h"

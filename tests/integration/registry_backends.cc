@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "coord/etcd_client.h"
-#include "coord/etcd_registry.h"
-#include "coord/redis_registry.h"
-#include "coord/zk_session.h"
-#include "coord/zookeeper_registry.h"
+#include "coord/etcd/etcd_client.h"
+#include "coord/etcd/etcd_registry.h"
+#include "coord/redis/redis_registry.h"
+#include "coord/zookeeper/zk_session.h"
+#include "coord/zookeeper/zookeeper_registry.h"
 #include "integration/services.h"
 
 namespace idforge::integration {

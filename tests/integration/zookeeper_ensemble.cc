@@ -14,7 +14,7 @@
 #include <optional>
 #include <utility>
 
-#include "coord/zk_session.h"
+#include "coord/zookeeper/zk_session.h"
 #include "support/process.h"
 
 namespace idforge::integration::zk {

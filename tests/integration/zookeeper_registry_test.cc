@@ -5,7 +5,7 @@
 //
 // Session expiry needs a server that stays up while it stops hearing from one client;
 // a small TCP proxy between the two, cut on demand, gives exactly that.
-#include "coord/zookeeper_registry.h"
+#include "coord/zookeeper/zookeeper_registry.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "coord/lease_keeper.h"
-#include "coord/zk_session.h"
+#include "coord/zookeeper/zk_session.h"
 #include "core/worker_registry.h"
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"

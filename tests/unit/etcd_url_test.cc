@@ -1,13 +1,13 @@
 // The etcd target of a registry URL, etcd://HOST:PORT[,HOST:PORT...]: the forms that
 // name every member of a cluster, and the ones refused with the accepted form.
-#include "coord/etcd_url.h"
+#include "coord/etcd/etcd_url.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "coord/etcd_client.h"
+#include "coord/etcd/etcd_client.h"
 
 namespace idforge::coord {
 namespace {

@@ -1,6 +1,6 @@
 // FileHighWaterStore: the mark survives a new store object (a restart), is replaced
 // atomically, and a damaged file is an error rather than a silent 0.
-#include "coord/file_high_water.h"
+#include "coord/local/file_high_water.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "coord/slot_files.h"
+#include "coord/local/slot_files.h"
 #include "core/snowflake_mark.h"
 
 namespace idforge::coord {

@@ -1,10 +1,10 @@
-// The fleet records of `local:` (coord/local_records.h): an append-only log shared by
+// The fleet records of `local:` (coord/local/local_records.h): an append-only log shared by
 // every process on the directory. Two record objects on one directory stand for two
 // processes; what one appends or compacts the other reads. A line a crash cut short is
 // never counted and is written over; a log from before (one file per record) is carried
 // in; a line idforge did not write is an error that names the file. Changes made at
 // once, by threads of two processes, each count once (their fsyncs are shared).
-#include "coord/local_records.h"
+#include "coord/local/local_records.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

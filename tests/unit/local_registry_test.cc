@@ -2,7 +2,7 @@
 // mark kept per slot, exhaustion naming the limit. Two registry objects on one
 // directory stand for two processes (flock locks belong to the open file, so they
 // exclude each other inside one process too).
-#include "coord/local_registry.h"
+#include "coord/local/local_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "coord/local/slot_files.h"
 #include "coord/registry_factory.h"
-#include "coord/slot_files.h"
 
 namespace idforge::coord {
 namespace {

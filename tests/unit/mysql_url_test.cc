@@ -1,6 +1,6 @@
 // parse_mysql_url: every part of the URL, the options, and errors that never show the
 // password.
-#include "store/mysql_url.h"
+#include "store/mysql/mysql_url.h"
 
 #include <gtest/gtest.h>
 

@@ -1,15 +1,15 @@
 // Redis URLs as the segment store and the worker registry read them: redis:// and
 // redis-sentinel://, what each part becomes, what a bad one is told, and that the
 // password shows nowhere. The Redis registry's own query options are here too.
-#include "store/redis_url.h"
+#include "redis/redis_url.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "coord/redis_registry.h"
+#include "coord/redis/redis_registry.h"
 
-namespace idforge::store {
+namespace idforge::redis {
 namespace {
 
 TEST(RedisUrlTest, ADirectUrl) {
@@ -115,4 +115,4 @@ TEST(RedisRegistryUrlTest, ReplicaOptionsAreTakenOffAndTheRestIsLeft) {
 }
 
 }  // namespace
-}  // namespace idforge::store
+}  // namespace idforge::redis

@@ -1,7 +1,7 @@
 // The SQLite SegmentStore against a real file: tag administration, ranges that are
 // contiguous, durable and never shared between two connections, the overflow edge,
 // files other tools have touched, and a SegmentBuffer on top.
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -1,7 +1,7 @@
 // The static registry: ids from the URL, the environment or the host name's ordinal
 // (static:ordinal), checked against the layout; a second process with the same id on
 // this host is refused; the mark lives in the data dir.
-#include "coord/static_registry.h"
+#include "coord/local/static_registry.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "coord/local_registry.h"
+#include "coord/local/local_registry.h"
 #include "coord/registry_factory.h"
 
 namespace idforge::coord {
