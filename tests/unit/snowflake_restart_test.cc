@@ -263,7 +263,7 @@ std::unique_ptr<SnowflakeGenerator> server_generator(ManualClock& clock, HighWat
 TEST(SnowflakeRestartTest, RenewalCountsFromTheLastIdWhenItRunsAheadOfTheClock) {
   ManualClock clock(kT0);  // never moves in this test
   auto store = MemoryHighWaterStore::create();
-  auto gen = server_generator(clock, store);
+  auto gen = server_generator(clock, *store);
   ASSERT_NE(gen, nullptr);
   ASSERT_EQ(store->stores(), 1);
   // 60 ms of sequences in one go: the IDs run 60 ms ahead of the clock.
