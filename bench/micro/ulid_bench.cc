@@ -11,7 +11,7 @@ namespace {
 // One generator shared by all threads of a run: its mutex is part of the cost.
 std::unique_ptr<idforge::UlidGenerator> g_gen;
 
-void make_gen(const benchmark::State&) { g_gen = std::make_unique<idforge::UlidGenerator>(); }
+void make_gen(const benchmark::State&) { g_gen = idforge::UlidGenerator::create(); }
 void drop(const benchmark::State&) { g_gen.reset(); }
 
 void BM_UlidNext(benchmark::State& state) {
@@ -24,7 +24,7 @@ void BM_UlidNext(benchmark::State& state) {
 BENCHMARK(BM_UlidNext)->Setup(make_gen)->Teardown(drop)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_UlidToString(benchmark::State& state) {
-  idforge::Ulid u = idforge::UlidGenerator().next();
+  idforge::Ulid u = idforge::UlidGenerator::create()->next();
   for (auto _ : state) {
     std::string text = u.to_string();
     benchmark::DoNotOptimize(text);
@@ -34,7 +34,7 @@ void BM_UlidToString(benchmark::State& state) {
 BENCHMARK(BM_UlidToString);
 
 void BM_UlidParse(benchmark::State& state) {
-  const std::string text = idforge::UlidGenerator().next().to_string();
+  const std::string text = idforge::UlidGenerator::create()->next().to_string();
   for (auto _ : state) {
     idforge::Result<idforge::Ulid> u = idforge::Ulid::parse(text);
     benchmark::DoNotOptimize(u);

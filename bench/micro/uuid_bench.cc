@@ -11,7 +11,7 @@ namespace {
 // One generator shared by all threads of a run: its mutex is part of the cost.
 std::unique_ptr<idforge::Uuid7Generator> g_gen;
 
-void make_gen(const benchmark::State&) { g_gen = std::make_unique<idforge::Uuid7Generator>(); }
+void make_gen(const benchmark::State&) { g_gen = idforge::Uuid7Generator::create(); }
 void drop(const benchmark::State&) { g_gen.reset(); }
 
 void BM_Uuid7Next(benchmark::State& state) {
@@ -33,7 +33,7 @@ void BM_Uuid4(benchmark::State& state) {
 BENCHMARK(BM_Uuid4)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_UuidToString(benchmark::State& state) {
-  idforge::Uuid u = idforge::Uuid7Generator().next();
+  idforge::Uuid u = idforge::Uuid7Generator::create()->next();
   for (auto _ : state) {
     std::string text = u.to_string();
     benchmark::DoNotOptimize(text);
@@ -43,7 +43,7 @@ void BM_UuidToString(benchmark::State& state) {
 BENCHMARK(BM_UuidToString);
 
 void BM_UuidParse(benchmark::State& state) {
-  const std::string text = idforge::Uuid7Generator().next().to_string();
+  const std::string text = idforge::Uuid7Generator::create()->next().to_string();
   for (auto _ : state) {
     idforge::Result<idforge::Uuid> u = idforge::Uuid::parse(text);
     benchmark::DoNotOptimize(u);

@@ -11,9 +11,8 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <utility>
 
 #include "idforge/status.h"
 
@@ -46,35 +45,21 @@ class HighWaterStore {
 };
 
 // Keeps the mark in memory: survives a generator, not a process. For tests and for
-// callers that persist elsewhere.
-class MemoryHighWaterStore final : public HighWaterStore {
+// callers that persist elsewhere. An interface, like the generators: create() returns
+// the implementation.
+//
+//   auto store = idforge::MemoryHighWaterStore::create();
+//   options.high_water = store.get();
+class MemoryHighWaterStore : public HighWaterStore {
  public:
-  explicit MemoryHighWaterStore(int64_t initial = 0, std::string layout = {})
-      : mark_{initial, std::move(layout)} {}
-  Result<int64_t> load() override {
-    std::lock_guard lock(mu_);
-    return mark_.unix_ms;
-  }
-  Status store(int64_t unix_ms) override { return store_mark({unix_ms, {}}); }
-  Result<HighWaterMark> load_mark() override {
-    std::lock_guard lock(mu_);
-    return mark_;
-  }
-  Status store_mark(const HighWaterMark& mark) override {
-    std::lock_guard lock(mu_);
-    ++stores_;
-    mark_ = mark;
-    return Status::Ok();
-  }
-  int stores() const {
-    std::lock_guard lock(mu_);
-    return stores_;
-  }
+  // Starts with the mark `initial` written under `layout`.
+  static std::unique_ptr<MemoryHighWaterStore> create(int64_t initial = 0, std::string layout = {});
 
- private:
-  mutable std::mutex mu_;
-  HighWaterMark mark_;
-  int stores_ = 0;
+  // How many marks were stored (store() and store_mark() calls).
+  virtual int stores() const = 0;
+
+ protected:
+  MemoryHighWaterStore() = default;
 };
 
 }  // namespace idforge

@@ -8,7 +8,7 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,28 +32,32 @@ struct Ulid {
   friend auto operator<=>(const Ulid&, const Ulid&) = default;
 };
 
+// Monotonic ULIDs (see the top of this file).
+//
+//   auto gen = idforge::UlidGenerator::create();
+//   idforge::Ulid id = gen->next();
+//
+// An interface: create() returns the implementation, whose state is private to the
+// library.
 class UlidGenerator {
  public:
-  explicit UlidGenerator(Clock* clock = nullptr);  // default_clock() when null
+  // `clock` (default_clock() when null) must outlive the generator.
+  static std::unique_ptr<UlidGenerator> create(Clock* clock = nullptr);
+
+  virtual ~UlidGenerator();
+  UlidGenerator(const UlidGenerator&) = delete;
+  UlidGenerator& operator=(const UlidGenerator&) = delete;
 
   // Never fails: when the 80-bit part runs out the time runs ahead of the clock.
-  Ulid next();
+  virtual Ulid next() = 0;
   // Fills `out` with strictly increasing ULIDs, taking the lock once.
-  void next_batch(std::span<Ulid> out);
+  virtual void next_batch(std::span<Ulid> out) = 0;
 
   // The process-wide generator used by the CLI and the server (default clock).
   static UlidGenerator& shared();
 
- private:
-  friend struct UlidGeneratorTestPeer;  // tests force the random part near overflow
-
-  // Advances (last_ms_, last_random_) for one ULID and writes it to `out`.
-  void stamp_locked(int64_t now_ms, Ulid& out);
-
-  Clock* clock_;
-  std::mutex mu_;
-  int64_t last_ms_ = -1;  // -1: nothing issued yet
-  std::array<uint8_t, 10> last_random_{};
+ protected:
+  UlidGenerator() = default;
 };
 
 }  // namespace idforge

@@ -7,7 +7,7 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,29 +55,31 @@ Uuid uuid4();
 // bit clear, so it has room to count; if it ever overflows the generator moves to the
 // next millisecond instead of repeating. A clock that steps back keeps the last
 // millisecond and counts on. Every method is thread-safe (one mutex per generator).
+//
+//   auto gen = idforge::Uuid7Generator::create();
+//   idforge::Uuid id = gen->next();
+//
+// An interface: create() returns the implementation, whose state is private to the
+// library.
 class Uuid7Generator {
  public:
-  explicit Uuid7Generator(Clock* clock = nullptr);  // default_clock() when null
+  // `clock` (default_clock() when null) must outlive the generator.
+  static std::unique_ptr<Uuid7Generator> create(Clock* clock = nullptr);
+
+  virtual ~Uuid7Generator();
+  Uuid7Generator(const Uuid7Generator&) = delete;
+  Uuid7Generator& operator=(const Uuid7Generator&) = delete;
 
   // Never fails: when the counter runs out the time field runs ahead of the clock.
-  Uuid next();
+  virtual Uuid next() = 0;
   // Fills `out` with strictly increasing UUIDs, taking the lock once.
-  void next_batch(std::span<Uuid> out);
+  virtual void next_batch(std::span<Uuid> out) = 0;
 
   // The process-wide generator used by the CLI and the server (default clock).
   static Uuid7Generator& shared();
 
- private:
-  friend struct Uuid7GeneratorTestPeer;  // tests force the counter near overflow
-
-  // Advances (last_ms_, counter_) for one UUID and writes them into `uuid`, whose
-  // last four bytes the caller has already filled with random bits.
-  void stamp_locked(int64_t now_ms, Uuid& uuid);
-
-  Clock* clock_;
-  std::mutex mu_;
-  int64_t last_ms_ = -1;  // -1: nothing issued yet
-  uint64_t counter_ = 0;  // 42 bits
+ protected:
+  Uuid7Generator() = default;
 };
 
 }  // namespace idforge

@@ -114,13 +114,14 @@ class Uuid7Workload final : public Workload {
  public:
   void run(std::atomic<bool>& stop, Tally& tally) override {
     drive<U128Order>(stop, tally, [this](U128Order& order, Status&) -> uint64_t {
-      order.see(gen_.next().bytes);
+      order.see(gen_->next().bytes);
       return 1;
     });
   }
 
  private:
-  Uuid7Generator gen_;
+  // Through the public interface (a virtual call), as a user of the library calls it.
+  std::unique_ptr<Uuid7Generator> gen_ = Uuid7Generator::create();
 };
 
 class Uuid4Workload final : public Workload {
@@ -137,13 +138,13 @@ class UlidWorkload final : public Workload {
  public:
   void run(std::atomic<bool>& stop, Tally& tally) override {
     drive<U128Order>(stop, tally, [this](U128Order& order, Status&) -> uint64_t {
-      order.see(gen_.next().bytes);
+      order.see(gen_->next().bytes);
       return 1;
     });
   }
 
  private:
-  UlidGenerator gen_;
+  std::unique_ptr<UlidGenerator> gen_ = UlidGenerator::create();
 };
 
 template <typename W>

@@ -26,7 +26,7 @@ MutexSnowflake::MutexSnowflake(uint64_t datacenter, uint64_t worker)
     : node_bits_((datacenter << (kSequenceBits + kWorkerBits)) | (worker << kSequenceBits)) {}
 
 Result<uint64_t> MutexSnowflake::next() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t now = realtime_ms();
   if (now < last_ms_) {
     return Status::ClockBackwards("clock moved back by " + std::to_string(last_ms_ - now) + " ms");

@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cli/bench_workload.h"
+#include "core/thread_annotations.h"
 #include "idforge/segment_buffer.h"
 #include "store/store_factory.h"
 
@@ -20,16 +20,16 @@ constexpr size_t kSegmentBatch = 256;
 // is the buffer.
 class MemorySource final : public RangeSource {
  public:
-  Result<Segment> allocate(std::string_view, uint64_t step) override {
-    std::lock_guard lock(mu_);
+  Result<Segment> allocate(std::string_view, uint64_t step) override IDFORGE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     Segment s{next_, step, 1, {}};
     next_ += step;
     return s;
   }
 
  private:
-  std::mutex mu_;
-  uint64_t next_ = 1;
+  Mutex mu_;
+  uint64_t next_ IDFORGE_GUARDED_BY(mu_) = 1;
 };
 
 class SegmentWorkload final : public Workload {

@@ -162,11 +162,11 @@ LeaseKeeper::Fence LeaseKeeper::decide_locked(TimePoint now) const {
 }
 
 void LeaseKeeper::apply_fence() {
-  std::lock_guard serial(fence_mu_);
+  MutexLock serial(fence_mu_);
   Fence want;
   SnowflakeGenerator* generator;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     want = decide_locked(SteadyClock::now());
     generator = generator_;
   }
@@ -179,7 +179,7 @@ void LeaseKeeper::apply_fence() {
   }
   applied_ = std::move(want);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     applied_why_ = applied_.why;
     if (applied_.why == LeaseState::kOverdue) {
       ++overdue_fences_;
@@ -191,14 +191,14 @@ void LeaseKeeper::apply_fence() {
 
 void LeaseKeeper::attach(SnowflakeGenerator* generator) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     generator_ = generator;
   }
   {
     // The generator starts unfenced; make `applied_` say so before deciding.
-    std::lock_guard serial(fence_mu_);
+    MutexLock serial(fence_mu_);
     applied_ = Fence{};
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     applied_why_ = LeaseState::kHeld;
   }
   apply_fence();
@@ -220,7 +220,7 @@ Status LeaseKeeper::reserve_issue_ahead(int64_t ahead_ms) {
         lease_.ttl_ms / 2 - fence_margin_ms(lease_.ttl_ms)));
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fence_after_ = std::min(fence_after_, milliseconds(fence));
   }
   watch_cv_.notify_all();
@@ -229,12 +229,12 @@ Status LeaseKeeper::reserve_issue_ahead(int64_t ahead_ms) {
 }
 
 int64_t LeaseKeeper::fence_after_ms() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return fence_after_.count();
 }
 
 Status LeaseKeeper::store_mark(int64_t unix_ms, const std::string& layout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   // A new layout must reach the registry before the generator issues under it, even
   // when the time does not rise: the stored mark is read in its layout's terms.
   const bool layout_done = layout.empty() || layout == confirmed_layout_;
@@ -258,7 +258,7 @@ Status LeaseKeeper::store_mark(int64_t unix_ms, const std::string& layout) {
                       ms_between(last_ok_, SteadyClock::now()),
                       last_error_.empty() ? "the renew has not answered" : last_error_));
     }
-    done_cv_.wait_until(lock, deadline);
+    lock.wait_until(done_cv_, deadline);
   }
   if (confirmed_mark_ >= unix_ms && (layout.empty() || layout == confirmed_layout_)) {
     return Status::Ok();
@@ -289,7 +289,7 @@ void LeaseKeeper::log_renew(const Status& st, bool lost, int64_t since_ok_ms) {
 }
 
 void LeaseKeeper::renew_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   TimePoint next = last_ok_ + renew_every_;
   uint64_t logged_fences = 0;  // overdue_fences_ as last written to the log
   bool logged_fenced = false;  // whether the log last said fenced
@@ -318,11 +318,11 @@ void LeaseKeeper::renew_loop() {
       continue;
     }
     if (lost_) {
-      renew_cv_.wait_until(lock, round + kRoundEvery);
+      lock.wait_until(renew_cv_, round + kRoundEvery);
       continue;
     }
     if (served_ >= requests_ && round < next) {
-      renew_cv_.wait_until(lock, std::min(next, round + kRoundEvery));
+      lock.wait_until(renew_cv_, std::min(next, round + kRoundEvery));
       continue;
     }
     const uint64_t covering = requests_;
@@ -364,7 +364,7 @@ void LeaseKeeper::renew_loop() {
 }
 
 void LeaseKeeper::watch_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     apply_fence();
@@ -378,18 +378,18 @@ void LeaseKeeper::watch_loop() {
     const TimePoint overdue_at = last_ok_ + fence_after_;
     if (!lost_ && now < overdue_at) wake = std::min(wake, overdue_at);
     if (wake == TimePoint::max()) {
-      watch_cv_.wait(lock);
+      lock.wait(watch_cv_);
     } else {
-      watch_cv_.wait_until(lock, wake);
+      lock.wait_until(watch_cv_, wake);
     }
   }
 }
 
 Status LeaseKeeper::stop() {
-  std::lock_guard serial(stop_mu_);
+  MutexLock serial(stop_mu_);
   if (stopped_) return stop_result_;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   renew_cv_.notify_all();
@@ -409,7 +409,7 @@ Status LeaseKeeper::stop() {
   int64_t final_mark = -1;
   Lease sending = lease_;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     mark = mark_to_send_locked();
     lost = lost_;
     confirmed = confirmed_mark_;
@@ -453,7 +453,7 @@ std::chrono::steady_clock::time_point LeaseKeeper::last_round() const {
 }
 
 KeeperStatus LeaseKeeper::status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const TimePoint now = SteadyClock::now();
   KeeperStatus s;
   s.state = state_locked(now);

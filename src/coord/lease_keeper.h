@@ -33,12 +33,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "core/worker_registry.h"
 #include "idforge/high_water.h"
 #include "idforge/layout.h"
@@ -115,22 +115,22 @@ class LeaseKeeper {
 
   // Starts fencing `generator` (at once when in the start delay or overdue). It must
   // outlive the keeper or stop().
-  void attach(SnowflakeGenerator* generator);
+  void attach(SnowflakeGenerator* generator) IDFORGE_EXCLUDES(fence_mu_, mu_);
 
   // Fences `ahead_ms` earlier: for a generator whose IDs run up to that far ahead of
   // its clock (logical max_drift_ms), under a lease whose next holder is kept apart by
   // timing alone (one with a start delay, whose coordinator may lose the mark).
   // InvalidArgument, changing nothing, when that would leave less than half the TTL.
-  Status reserve_issue_ahead(int64_t ahead_ms);
+  Status reserve_issue_ahead(int64_t ahead_ms) IDFORGE_EXCLUDES(fence_mu_, mu_);
   // The fence deadline in use, in ms after the last successful renew was sent.
-  int64_t fence_after_ms() const;
+  int64_t fence_after_ms() const IDFORGE_EXCLUDES(mu_);
 
   // Stops renewing, fences the generator, stores its final mark and releases the
   // lease. Returns the release's (or the final store's) error. Idempotent.
-  Status stop();
+  Status stop() IDFORGE_EXCLUDES(stop_mu_, fence_mu_, mu_);
 
   const Lease& lease() const { return lease_; }
-  KeeperStatus status() const;
+  KeeperStatus status() const IDFORGE_EXCLUDES(mu_);
   LeaseState state() const { return status().state; }
 
   // When the renew thread last went round its loop, on the steady clock. It goes round
@@ -169,64 +169,67 @@ class LeaseKeeper {
   };
 
   // `layout` (when not empty) is what the registry records with this and later marks.
-  Status store_mark(int64_t unix_ms, const std::string& layout);
-  void renew_loop();
+  Status store_mark(int64_t unix_ms, const std::string& layout) IDFORGE_EXCLUDES(mu_);
+  void renew_loop() IDFORGE_EXCLUDES(mu_);
   // Writes a renew's outcome to the log (a failure rate-limited, a loss, a recovery).
-  void log_renew(const Status& st, bool lost, int64_t since_ok_ms);
-  void watch_loop();
-  // What the generator should be now (under mu_).
-  Fence decide_locked(TimePoint now) const;
+  void log_renew(const Status& st, bool lost, int64_t since_ok_ms) IDFORGE_EXCLUDES(mu_);
+  void watch_loop() IDFORGE_EXCLUDES(fence_mu_, mu_);
+  // What the generator should be now.
+  Fence decide_locked(TimePoint now) const IDFORGE_REQUIRES(mu_);
   // Brings the generator in line with decide_locked; never called with mu_ held, nor
   // by a thread that may hold the generator's own lock (the renew thread, store()).
-  void apply_fence();
-  LeaseState state_locked(TimePoint now) const;
-  int64_t mark_to_send_locked() const;
+  void apply_fence() IDFORGE_EXCLUDES(fence_mu_, mu_);
+  LeaseState state_locked(TimePoint now) const IDFORGE_REQUIRES(mu_);
+  int64_t mark_to_send_locked() const IDFORGE_REQUIRES(mu_);
 
   WorkerRegistry& registry_;
   const Lease lease_;
   const std::chrono::milliseconds renew_every_;
-  std::chrono::milliseconds fence_after_;  // under mu_
+  std::chrono::milliseconds fence_after_ IDFORGE_GUARDED_BY(mu_);
   const std::chrono::milliseconds retry_every_;
   const TimePoint start_ready_at_;
   std::function<void(const Status&)> on_lost_;
   Store store_{this};
 
-  mutable std::mutex mu_;
+  // Lock order: stop_mu_, then fence_mu_, then mu_ (the ACQUIRED_BEFORE below); the
+  // generator's own locks only under fence_mu_, never under mu_.
+  mutable Mutex mu_;
   std::condition_variable renew_cv_;  // wakes the renew thread (requests, stop)
   std::condition_variable watch_cv_;  // wakes the watchdog (state changes, stop)
   std::condition_variable done_cv_;   // wakes store() waiters when a renew finishes
-  SnowflakeGenerator* generator_ = nullptr;
-  TimePoint last_ok_;           // when the last successful renew was sent
-  int64_t confirmed_mark_ = 0;  // highest mark a successful renew stored
-  int64_t requested_mark_ = 0;  // highest mark store() asked for
+  SnowflakeGenerator* generator_ IDFORGE_GUARDED_BY(mu_) = nullptr;
+  TimePoint last_ok_ IDFORGE_GUARDED_BY(mu_);  // when the last successful renew was sent
+  // Highest mark a successful renew stored, and highest mark store() asked for.
+  int64_t confirmed_mark_ IDFORGE_GUARDED_BY(mu_) = 0;
+  int64_t requested_mark_ IDFORGE_GUARDED_BY(mu_) = 0;
   // The layout renews record with the mark: the stored one until the generator stores
   // its first mark (a keeper without a generator never changes it).
-  std::string mark_layout_;
-  std::string confirmed_layout_;  // what the last successful renew recorded
-  uint64_t requests_ = 0;         // store() requests made
-  uint64_t served_ = 0;           // requests covered by a finished renew
-  Status last_result_;
-  std::string last_error_;
-  uint64_t renewals_ = 0;
-  uint64_t failures_ = 0;
-  bool lost_ = false;
+  std::string mark_layout_ IDFORGE_GUARDED_BY(mu_);
+  std::string confirmed_layout_ IDFORGE_GUARDED_BY(mu_);  // what the last renew recorded
+  uint64_t requests_ IDFORGE_GUARDED_BY(mu_) = 0;         // store() requests made
+  uint64_t served_ IDFORGE_GUARDED_BY(mu_) = 0;           // requests covered by a finished renew
+  Status last_result_ IDFORGE_GUARDED_BY(mu_);
+  std::string last_error_ IDFORGE_GUARDED_BY(mu_);
+  uint64_t renewals_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t failures_ IDFORGE_GUARDED_BY(mu_) = 0;
+  bool lost_ IDFORGE_GUARDED_BY(mu_) = false;
   // Fences for an overdue lease the watchdog applied, and the last one's reason. The
   // renew thread writes them to the log (docs/operations.md, "Logs"): the watchdog does
   // no I/O, so a stalled stderr can never delay a fence.
-  uint64_t overdue_fences_ = 0;
-  std::string overdue_reason_;
-  // Failing renews, logged once per run and window (the renew thread only).
+  uint64_t overdue_fences_ IDFORGE_GUARDED_BY(mu_) = 0;
+  std::string overdue_reason_ IDFORGE_GUARDED_BY(mu_);
+  // Failing renews, logged once per run and window (the renew thread, then stop() after
+  // joining it: never two threads at once, so no lock).
   log::RepeatLimiter renew_failures_;
-  bool stopping_ = false;
+  bool stopping_ IDFORGE_GUARDED_BY(mu_) = false;
 
-  // Lock order: fence_mu_ before mu_; the generator's own lock only under fence_mu_.
-  std::mutex fence_mu_;                         // serializes apply_fence
-  Fence applied_;                               // what the generator was last told; under fence_mu_
-  LeaseState applied_why_ = LeaseState::kHeld;  // a copy of applied_.why under mu_
+  Mutex fence_mu_ IDFORGE_ACQUIRED_BEFORE(mu_);  // serializes apply_fence
+  Fence applied_ IDFORGE_GUARDED_BY(fence_mu_);  // what the generator was last told
+  LeaseState applied_why_ IDFORGE_GUARDED_BY(mu_) = LeaseState::kHeld;  // a copy of applied_.why
 
-  std::mutex stop_mu_;  // serializes stop()
-  bool stopped_ = false;
-  Status stop_result_;
+  Mutex stop_mu_ IDFORGE_ACQUIRED_BEFORE(fence_mu_);  // serializes stop()
+  bool stopped_ IDFORGE_GUARDED_BY(stop_mu_) = false;
+  Status stop_result_ IDFORGE_GUARDED_BY(stop_mu_);
 
   // last_round(): the renew thread's last round, as steady-clock ticks.
   std::atomic<SteadyClock::rep> last_round_{SteadyClock::now().time_since_epoch().count()};

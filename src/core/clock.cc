@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "thread_annotations.h"
+
 namespace idforge {
 namespace {
 
@@ -32,8 +34,8 @@ class Ticker {
     return *ticker;
   }
 
-  void acquire() {
-    std::lock_guard lock(mu_);
+  void acquire() IDFORGE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (users_++ == 0) {
       now_.store(read_realtime_ms(), std::memory_order_relaxed);
       stop_ = false;
@@ -41,10 +43,10 @@ class Ticker {
     }
   }
 
-  void release() {
+  void release() IDFORGE_EXCLUDES(mu_) {
     std::thread done;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (--users_ > 0) return;
       stop_ = true;
       done = std::move(thread_);
@@ -65,8 +67,8 @@ class Ticker {
   }
 
  private:
-  void run() {
-    std::unique_lock lock(mu_);
+  void run() IDFORGE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     while (!stop_) {
       lock.unlock();
       timespec ts;
@@ -76,15 +78,17 @@ class Ticker {
       // Wake just after the next millisecond boundary.
       auto until_next = std::chrono::nanoseconds(1'000'000 - ts.tv_nsec % 1'000'000 + 20'000);
       lock.lock();
-      cv_.wait_for(lock, until_next, [this] { return stop_; });
+      const auto wake = std::chrono::steady_clock::now() + until_next;
+      while (!stop_ && lock.wait_until(cv_, wake)) {
+      }
     }
   }
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::thread thread_;
-  int users_ = 0;
-  bool stop_ = false;
+  std::thread thread_ IDFORGE_GUARDED_BY(mu_);
+  int users_ IDFORGE_GUARDED_BY(mu_) = 0;
+  bool stop_ IDFORGE_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> now_{0};
 };
 

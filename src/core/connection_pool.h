@@ -11,10 +11,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "idforge/status.h"
 
 namespace idforge {
@@ -60,8 +60,8 @@ class ConnectionPool {
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  Result<Lease> acquire() {
-    std::unique_lock lock(mu_);
+  Result<Lease> acquire() IDFORGE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     for (;;) {
       while (!idle_.empty()) {
         std::unique_ptr<Conn> conn = std::move(idle_.back());
@@ -71,7 +71,7 @@ class ConnectionPool {
         --open_;
       }
       if (open_ < max_size_) break;
-      returned_.wait(lock);
+      lock.wait(returned_);
     }
     ++open_;
     lock.unlock();
@@ -87,9 +87,9 @@ class ConnectionPool {
   }
 
  private:
-  void give_back(std::unique_ptr<Conn> conn) {
+  void give_back(std::unique_ptr<Conn> conn) IDFORGE_EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (conn && !conn->broken()) {
         idle_.push_back(std::move(conn));
       } else {
@@ -102,10 +102,10 @@ class ConnectionPool {
 
   const size_t max_size_;
   const Connect connect_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable returned_;
-  std::vector<std::unique_ptr<Conn>> idle_;
-  size_t open_ = 0;  // idle + leased + being opened
+  std::vector<std::unique_ptr<Conn>> idle_ IDFORGE_GUARDED_BY(mu_);
+  size_t open_ IDFORGE_GUARDED_BY(mu_) = 0;  // idle + leased + being opened
 };
 
 }  // namespace idforge

@@ -7,6 +7,8 @@
 #include <system_error>
 #include <thread>
 
+#include "thread_annotations.h"
+
 namespace idforge {
 namespace {
 
@@ -14,8 +16,8 @@ namespace {
 // is idle to take it, so no task waits behind a busy one.
 class FetchWorkers {
  public:
-  Status run(std::function<void()> work) {
-    std::unique_lock lock(mu_);
+  Status run(std::function<void()> work) IDFORGE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (idle_ > static_cast<int>(queue_.size())) {
       queue_.push_back(std::move(work));
       lock.unlock();
@@ -34,19 +36,22 @@ class FetchWorkers {
     return Status::Ok();
   }
 
-  int alive() {
-    std::lock_guard lock(mu_);
+  int alive() IDFORGE_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return alive_;
   }
 
  private:
-  void loop(std::function<void()> work) {
+  void loop(std::function<void()> work) IDFORGE_EXCLUDES(mu_) {
     for (;;) {
       work();
       work = nullptr;  // its captures go before the wait, not after the next task
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       ++idle_;
-      const bool got = ready_.wait_for(lock, kFetchWorkerIdle, [this] { return !queue_.empty(); });
+      const auto until = std::chrono::steady_clock::now() + kFetchWorkerIdle;
+      while (queue_.empty() && lock.wait_until(ready_, until)) {
+      }
+      const bool got = !queue_.empty();
       --idle_;
       if (!got) {
         --alive_;
@@ -57,11 +62,11 @@ class FetchWorkers {
     }
   }
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;  // never longer than idle_
-  int idle_ = 0;                             // workers waiting on ready_
-  int alive_ = 0;
+  std::deque<std::function<void()>> queue_ IDFORGE_GUARDED_BY(mu_);  // never longer than idle_
+  int idle_ IDFORGE_GUARDED_BY(mu_) = 0;                             // workers waiting on ready_
+  int alive_ IDFORGE_GUARDED_BY(mu_) = 0;
 };
 
 // Never destroyed: detached workers may still wait on it while the process exits.

@@ -53,11 +53,11 @@ SegmentBufferImpl::SegmentBufferImpl(RangeSource* source, SegmentBufferOptions o
       step_(options_.min_step) {}
 
 SegmentBufferImpl::~SegmentBufferImpl() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   stopping_ = true;
   cv_.notify_all();
   // A fetch under way still uses this buffer: wait for its last step (under mu_).
-  cv_.wait(lock, [this] { return !fetching_; });
+  while (fetching_) lock.wait(cv_);
 }
 
 bool SegmentBufferImpl::try_take(uint64_t want, Take* out) {
@@ -83,7 +83,7 @@ bool SegmentBufferImpl::try_take(uint64_t want, Take* out) {
   out->count = std::min(want, count - off);
   // Offsets are handed out once each, so exactly one caller crosses the prefetch point.
   if (off <= prefetch && prefetch < off + out->count) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     start_fetch_locked();
   }
   return true;
@@ -123,7 +123,7 @@ Result<size_t> SegmentBufferImpl::fill(std::span<uint64_t> out, bool may_wait) {
 // Called when the current segment looked used up (or absent) to a caller that saw
 // generation `seen_gen`.
 Status SegmentBufferImpl::slow_path(uint64_t seen_gen, bool may_wait, bool* would_wait) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const auto deadline = Steady::now() + std::chrono::milliseconds(options_.wait_ms);
   bool counted = false;
   for (;;) {
@@ -167,8 +167,8 @@ Status SegmentBufferImpl::slow_path(uint64_t seen_gen, bool may_wait, bool* woul
     }
     auto wake = deadline;
     if (!fetching_ && retry_at_ > Steady::now()) wake = std::min(deadline, retry_at_);
-    if (cv_.wait_until(lock, wake) == std::cv_status::timeout && Steady::now() >= deadline &&
-        !next_ready_ && current_gen_ == seen_gen) {
+    if (!lock.wait_until(cv_, wake) && Steady::now() >= deadline && !next_ready_ &&
+        current_gen_ == seen_gen) {
       std::string why = "tag " + options_.tag + ": both segment buffers are empty and the store " +
                         "did not deliver within " + std::to_string(options_.wait_ms) + " ms";
       if (!last_error_.ok()) why += ": " + last_error_.message();
@@ -215,7 +215,7 @@ void SegmentBufferImpl::fetch_once(uint64_t step) {
   Result<Segment> got = source_->allocate(options_.tag, step);
   const auto took = Steady::now() - started;
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fetching_ = false;
   last_fetch_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(took).count(),
                        std::memory_order_relaxed);
@@ -254,7 +254,7 @@ void SegmentBufferImpl::fetch_once(uint64_t step) {
 }
 
 SegmentBufferStats SegmentBufferImpl::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SegmentBufferStats st;
   st.fetches = fetches_.load(std::memory_order_relaxed);
   st.fetch_failures = fetch_failures_.load(std::memory_order_relaxed);

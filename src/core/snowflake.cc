@@ -164,6 +164,7 @@ Status SnowflakeGeneratorImpl::init() {
   // The previous run may have issued any tick up to its mark: start strictly above it.
   HighWaterMark mark;
   if (high_water_ != nullptr) {
+    MutexLock lock(slow_mu_);  // uncontended (nobody has the generator yet), as the rule says
     Result<HighWaterMark> loaded = high_water_->load_mark();
     if (!loaded.ok()) return loaded.status();
     mark = std::move(loaded).value();
@@ -228,7 +229,7 @@ Status SnowflakeGeneratorImpl::init() {
     trust_offset_.store(now - monotonic_(), std::memory_order_relaxed);
     trust_ceiling_ms_.store(now + max_step_ms_, std::memory_order_relaxed);
   }
-  std::lock_guard lock(slow_mu_);
+  MutexLock lock(slow_mu_);
   int64_t base = std::max(now, layout_.unix_ms_of(first_tick));
   return store_mark_locked(base + reserve_ms_);
 }
@@ -247,16 +248,16 @@ Status SnowflakeGeneratorImpl::ensure_reserved(uint64_t tick) {
   if (!store_on_next_) return await_reservation(tick);
   if (tick <= reserved_tick_.load(std::memory_order_acquire)) {
     // Covered; renew early only if nobody else is already doing it.
-    std::unique_lock lock(slow_mu_, std::try_to_lock);
-    if (!lock.owns_lock() || tick < renew_tick_.load(std::memory_order_acquire)) {
-      return Status::Ok();
+    if (!slow_mu_.try_lock()) return Status::Ok();
+    if (tick >= renew_tick_.load(std::memory_order_acquire)) {
+      int64_t base = std::max(trusted_ms(clock_->now_ms()), layout_.unix_ms_of(tick));
+      // An early renewal that fails is not fatal: the reservation still covers `tick`.
+      store_mark_locked(base + reserve_ms_).ignore_error();
     }
-    int64_t base = std::max(trusted_ms(clock_->now_ms()), layout_.unix_ms_of(tick));
-    // An early renewal that fails is not fatal: the reservation still covers `tick`.
-    store_mark_locked(base + reserve_ms_).ignore_error();
+    slow_mu_.unlock();
     return Status::Ok();
   }
-  std::lock_guard lock(slow_mu_);
+  MutexLock lock(slow_mu_);
   if (tick <= reserved_tick_.load(std::memory_order_acquire)) return Status::Ok();
   int64_t base = std::max(trusted_ms(clock_->now_ms()), layout_.unix_ms_of(tick));
   return store_mark_locked(base + reserve_ms_);
@@ -273,7 +274,7 @@ Status SnowflakeGeneratorImpl::await_reservation(uint64_t tick) {
   const auto deadline = Steady::now() + std::chrono::milliseconds(max_wait_ms_);
   while (tick > reserved_tick_.load(std::memory_order_acquire)) {
     if (fenced_.load(std::memory_order_acquire)) {
-      std::lock_guard lock(fence_mu_);
+      MutexLock lock(fence_mu_);
       return Status::Unavailable(fence_reason_);
     }
     if (Steady::now() >= deadline) {
@@ -315,7 +316,7 @@ Status SnowflakeGeneratorImpl::store_mark_locked(int64_t mark_ms) {
 
 Status SnowflakeGeneratorImpl::renew_reservation() {
   if (high_water_ == nullptr) return Status::Ok();
-  std::lock_guard lock(slow_mu_);
+  MutexLock lock(slow_mu_);
   // A generator running ahead of the clock (logical) uses up its reservation faster
   // than the clock moves: measure what is left from whichever is later.
   const int64_t last = layout_.unix_ms_of(state_.load(std::memory_order_acquire) >> seq_bits_);
@@ -325,13 +326,13 @@ Status SnowflakeGeneratorImpl::renew_reservation() {
 }
 
 void SnowflakeGeneratorImpl::fence(std::string reason) {
-  std::lock_guard lock(fence_mu_);
+  MutexLock lock(fence_mu_);
   fence_reason_ = reason.empty() ? "this node is fenced and does not issue IDs" : std::move(reason);
   fenced_.store(true, std::memory_order_release);
 }
 
 void SnowflakeGeneratorImpl::unfence() {
-  std::lock_guard lock(fence_mu_);
+  MutexLock lock(fence_mu_);
   fenced_.store(false, std::memory_order_release);
 }
 

@@ -91,7 +91,7 @@ Status SnowflakeGeneratorImpl::next_batch(std::span<uint64_t> out) {
 
 Status SnowflakeGeneratorImpl::claim(uint64_t want, Claim* out) {
   if (fenced_.load(std::memory_order_acquire)) {
-    std::lock_guard lock(fence_mu_);
+    MutexLock lock(fence_mu_);
     return fail(Status::Unavailable(fence_reason_));
   }
   Status st = policy_ == RollbackPolicy::kRing ? claim_ring(want, out) : claim_linear(want, out);

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -20,6 +19,7 @@
 #include "idforge/layout.h"
 #include "idforge/snowflake.h"
 #include "idforge/status.h"
+#include "thread_annotations.h"
 
 namespace idforge {
 
@@ -68,10 +68,10 @@ class SnowflakeGeneratorImpl final : public SnowflakeGenerator {
   }
   Status next_batch(std::span<uint64_t> out) override;
 
-  void fence(std::string reason) override;
-  void unfence() override;
+  void fence(std::string reason) override IDFORGE_EXCLUDES(fence_mu_);
+  void unfence() override IDFORGE_EXCLUDES(fence_mu_);
   bool fenced() const override { return fenced_.load(std::memory_order_acquire); }
-  Status renew_reservation() override;
+  Status renew_reservation() override IDFORGE_EXCLUDES(slow_mu_);
 
   const Layout& layout() const override { return layout_; }
   RollbackPolicy policy() const override { return policy_; }
@@ -130,7 +130,7 @@ class SnowflakeGeneratorImpl final : public SnowflakeGenerator {
   // on is over.
   void note_fast_clock(int64_t now_ms);
 
-  Status init();
+  Status init() IDFORGE_EXCLUDES(slow_mu_);
   // Claims up to `want` sequences of one tick under the policy, then makes sure the
   // high-water mark covers that tick.
   Status claim(uint64_t want, Claim* out);
@@ -152,11 +152,11 @@ class SnowflakeGeneratorImpl final : public SnowflakeGenerator {
   }
   // Waits for the clock to reach `tick`, at most `max_ms`; false if it did not.
   bool wait_for_tick(uint64_t tick, int64_t max_ms);
-  Status ensure_reserved(uint64_t tick);
+  Status ensure_reserved(uint64_t tick) IDFORGE_EXCLUDES(slow_mu_);
   // store_on_next false: waits (at most max_wait_ms) for renew_reservation() to cover
   // `tick`, asking for it through reservation_wanted.
   Status await_reservation(uint64_t tick);
-  Status store_mark_locked(int64_t mark_ms);
+  Status store_mark_locked(int64_t mark_ms) IDFORGE_REQUIRES(slow_mu_);
   Status time_exhausted() const;
   Status fail(Status status);
   uint64_t compose(uint64_t tick, uint64_t seq) const {
@@ -175,7 +175,7 @@ class SnowflakeGeneratorImpl final : public SnowflakeGenerator {
   const int64_t max_step_ms_;
   Clock* const clock_;
   std::function<int64_t()> monotonic_;  // null: no jump guard
-  HighWaterStore* const high_water_;
+  HighWaterStore* const high_water_ IDFORGE_PT_GUARDED_BY(slow_mu_);
   const bool store_on_next_;
   const std::function<void()> reservation_wanted_;
   std::vector<std::pair<std::string, uint64_t>> nodes_;
@@ -208,11 +208,14 @@ class SnowflakeGeneratorImpl final : public SnowflakeGenerator {
   std::atomic<int64_t> reserved_ms_{0};
   std::atomic<bool> fenced_{false};
   std::atomic<bool> reservation_asked_{false};  // reservation_wanted called since the last store
-  std::mutex slow_mu_;  // serializes high-water writes, which may wait on a coordinator
+  // Serializes the calls into high_water_ (PT_GUARDED_BY), which may wait on a
+  // coordinator.
+  Mutex slow_mu_;
   // Guards fence_reason_ alone and is never held across I/O: a fenced request reads the
   // reason, and the lease keeper fences on time, while a mark write hangs under slow_mu_.
-  mutable std::mutex fence_mu_;
-  std::string fence_reason_;
+  // So it may be taken under slow_mu_, never the reverse.
+  mutable Mutex fence_mu_ IDFORGE_ACQUIRED_AFTER(slow_mu_);
+  std::string fence_reason_ IDFORGE_GUARDED_BY(fence_mu_);
 
   alignas(64) std::atomic<uint64_t> rollbacks_{0};
   std::atomic<uint64_t> waited_us_{0};

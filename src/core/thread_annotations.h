@@ -12,9 +12,13 @@
 //   void add() IDFORGE_EXCLUDES(mu_) { MutexLock lock(mu_); ++count_; }
 //   void add_locked() IDFORGE_REQUIRES(mu_) { ++count_; }
 //
-// Waiting on a condition variable goes through MutexLock::wait_for/wait_until, which
+// Waiting on a condition variable goes through MutexLock::wait/wait_for/wait_until, which
 // release and retake the lock; write the predicate as a loop in the caller, where the
-// analysis knows the lock is held (it does not look into lambdas).
+// analysis knows the lock is held (it does not look into lambdas). A lambda that runs
+// with the lock held says so: [&]() IDFORGE_REQUIRES(mu_) { ... }.
+//
+// Lock order (IDFORGE_ACQUIRED_BEFORE/AFTER) is checked with -Wthread-safety-beta, which
+// the clang build turns on too.
 #pragma once
 
 #include <chrono>
@@ -80,8 +84,16 @@ class IDFORGE_SCOPED_CAPABILITY MutexLock {
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
+  // Lets the lock go for a stretch (a call that may block) and takes it again; the
+  // analysis follows both, so guarded data in between is an error.
+  void unlock() IDFORGE_RELEASE() { lock_.unlock(); }
+  void lock() IDFORGE_ACQUIRE() { lock_.lock(); }
+
   // Releases the lock while waiting and holds it again on return (also on a spurious
-  // wake-up: callers loop on their condition). False when the time ran out.
+  // wake-up: callers loop on their condition).
+  void wait(std::condition_variable& cv) { cv.wait(lock_); }
+
+  // The same, with a time limit. False when the time ran out.
   template <class Rep, class Period>
   bool wait_for(std::condition_variable& cv, std::chrono::duration<Rep, Period> timeout) {
     return cv.wait_for(lock_, timeout) == std::cv_status::no_timeout;

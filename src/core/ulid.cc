@@ -5,6 +5,7 @@
 #include "base32.h"
 #include "quote.h"
 #include "random.h"
+#include "ulid_impl.h"
 
 namespace idforge {
 namespace {
@@ -56,15 +57,21 @@ Result<Ulid> Ulid::parse(std::string_view text) {
   return Ulid{*bytes};
 }
 
-UlidGenerator::UlidGenerator(Clock* clock) : clock_(clock ? clock : &default_clock()) {}
+std::unique_ptr<UlidGenerator> UlidGenerator::create(Clock* clock) {
+  return std::make_unique<UlidGeneratorImpl>(clock);
+}
+
+UlidGenerator::~UlidGenerator() = default;
 
 UlidGenerator& UlidGenerator::shared() {
   // Never destroyed: threads may still draw IDs while static destructors run.
-  static UlidGenerator* generator = new UlidGenerator();
+  static UlidGenerator* generator = new UlidGeneratorImpl();
   return *generator;
 }
 
-void UlidGenerator::stamp_locked(int64_t now_ms, Ulid& out) {
+UlidGeneratorImpl::UlidGeneratorImpl(Clock* clock) : clock_(clock ? clock : &default_clock()) {}
+
+void UlidGeneratorImpl::stamp_locked(int64_t now_ms, Ulid& out) {
   now_ms = std::clamp<int64_t>(now_ms, 0, kMaxUnixMs);
   if (now_ms > last_ms_) {
     last_ms_ = now_ms;
@@ -90,15 +97,15 @@ void UlidGenerator::stamp_locked(int64_t now_ms, Ulid& out) {
   std::copy(last_random_.begin(), last_random_.end(), out.bytes.begin() + 6);
 }
 
-Ulid UlidGenerator::next() {
+Ulid UlidGeneratorImpl::next() {
   Ulid ulid;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stamp_locked(clock_->now_ms(), ulid);
   return ulid;
 }
 
-void UlidGenerator::next_batch(std::span<Ulid> out) {
-  std::lock_guard lock(mu_);
+void UlidGeneratorImpl::next_batch(std::span<Ulid> out) {
+  MutexLock lock(mu_);
   int64_t now = clock_->now_ms();
   for (Ulid& ulid : out) stamp_locked(now, ulid);
 }

@@ -4,6 +4,7 @@
 
 #include "quote.h"
 #include "random.h"
+#include "uuid_impl.h"
 
 namespace idforge {
 namespace {
@@ -166,15 +167,21 @@ Uuid uuid4() {
   return uuid;
 }
 
-Uuid7Generator::Uuid7Generator(Clock* clock) : clock_(clock ? clock : &default_clock()) {}
+std::unique_ptr<Uuid7Generator> Uuid7Generator::create(Clock* clock) {
+  return std::make_unique<Uuid7GeneratorImpl>(clock);
+}
+
+Uuid7Generator::~Uuid7Generator() = default;
 
 Uuid7Generator& Uuid7Generator::shared() {
   // Never destroyed: threads may still draw IDs while static destructors run.
-  static Uuid7Generator* generator = new Uuid7Generator();
+  static Uuid7Generator* generator = new Uuid7GeneratorImpl();
   return *generator;
 }
 
-void Uuid7Generator::stamp_locked(int64_t now_ms, Uuid& uuid) {
+Uuid7GeneratorImpl::Uuid7GeneratorImpl(Clock* clock) : clock_(clock ? clock : &default_clock()) {}
+
+void Uuid7GeneratorImpl::stamp_locked(int64_t now_ms, Uuid& uuid) {
   now_ms = std::clamp<int64_t>(now_ms, 0, kMaxUnixMs);
   if (now_ms > last_ms_) {
     last_ms_ = now_ms;
@@ -201,18 +208,18 @@ void Uuid7Generator::stamp_locked(int64_t now_ms, Uuid& uuid) {
   b[11] = static_cast<uint8_t>(counter_);
 }
 
-Uuid Uuid7Generator::next() {
+Uuid Uuid7GeneratorImpl::next() {
   // The 32 random low bits are drawn before taking the lock (the generator is
   // per-thread), so the critical section is a clock read and a few integer operations;
   // only a new millisecond draws its counter seed under the lock.
   Uuid uuid;
   random_bytes(std::span<uint8_t>(uuid.bytes).subspan<kRandomTailOffset>());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stamp_locked(clock_->now_ms(), uuid);
   return uuid;
 }
 
-void Uuid7Generator::next_batch(std::span<Uuid> out) {
+void Uuid7GeneratorImpl::next_batch(std::span<Uuid> out) {
   // One random draw per chunk rather than per UUID.
   constexpr size_t kChunk = 256;
   constexpr size_t kTail = 16 - kRandomTailOffset;
@@ -224,7 +231,7 @@ void Uuid7Generator::next_batch(std::span<Uuid> out) {
       std::copy_n(tails.begin() + i * kTail, kTail, chunk[i].bytes.begin() + kRandomTailOffset);
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t now = clock_->now_ms();
   for (Uuid& uuid : out) stamp_locked(now, uuid);
 }

@@ -11,6 +11,8 @@
 #include <cstdio>
 
 #include "coord/registry_floor.h"
+#include "core/ulid_impl.h"
+#include "core/uuid_impl.h"
 #include "log/log.h"
 #include "server/service_health.h"
 #include "server/service_segments.h"
@@ -85,8 +87,8 @@ Result<uint64_t> parse_id(std::string_view text) {
 struct IdService::Impl {
   Steady::time_point started = Steady::now();
   TimeZone zone;
-  Uuid7Generator uuid7;
-  UlidGenerator ulid;
+  Uuid7GeneratorImpl uuid7;  // the implementations: no virtual call per batch
+  UlidGeneratorImpl ulid;
   // The fleet floor and its registry: the stores' guards point into them.
   coord::RegistryFloor floor;
   // Built in this order and stopped in reverse of what matters: the lease is released

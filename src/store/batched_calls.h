@@ -10,9 +10,10 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <span>
 #include <vector>
+
+#include "core/thread_annotations.h"
 
 namespace idforge::store {
 
@@ -24,14 +25,14 @@ class BatchedCalls {
   // Returns once `run_batch` has been called, by this thread or another, with a batch
   // that holds `call`. run_batch(std::span<Call* const>) fills in each call's result.
   template <typename RunBatch>
-  void run(Call& call, RunBatch&& run_batch) {
+  void run(Call& call, RunBatch&& run_batch) IDFORGE_EXCLUDES(mu_) {
     Entry me{&call};
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(&me);
     for (;;) {
       if (me.done) return;
       if (leading_) {
-        batch_done_.wait(lock);
+        lock.wait(batch_done_);
         continue;
       }
       leading_ = true;
@@ -57,10 +58,11 @@ class BatchedCalls {
   };
 
   const size_t max_batch_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable batch_done_;
-  std::deque<Entry*> queue_;  // waiting for a batch, oldest first
-  bool leading_ = false;      // a batch is running
+  // Waiting for a batch, oldest first. An Entry's `done` is under mu_ as well.
+  std::deque<Entry*> queue_ IDFORGE_GUARDED_BY(mu_);
+  bool leading_ IDFORGE_GUARDED_BY(mu_) = false;  // a batch is running
 };
 
 }  // namespace idforge::store

@@ -39,9 +39,12 @@ std::string place_name(uint32_t index, uint32_t count) {
 
 Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<ServedMarks> marks, read(std::move(path)));
-  if (marks->torn_) {
+  ServedMarks& m = *marks;
+  MutexLock lock(m.mu_);  // not shared yet: uncontended, taken for the analysis
+  if (m.torn_) {
     // Appends start on a fresh line: write the file anew without the cut-short one.
-    IDFORGE_RETURN_IF_ERROR(marks->lock_.with_lock([&] { return marks->compact_locked(); }));
+    IDFORGE_RETURN_IF_ERROR(
+        m.lock_.with_lock([&]() IDFORGE_REQUIRES(m.mu_) { return m.compact_locked(); }));
   }
   return marks;
 }
@@ -49,6 +52,7 @@ Result<std::unique_ptr<ServedMarks>> ServedMarks::open(std::string path) {
 Result<std::unique_ptr<ServedMarks>> ServedMarks::read(std::string path) {
   std::unique_ptr<ServedMarks> marks(new ServedMarks(std::move(path)));
   if (marks->path_.empty()) return marks;
+  MutexLock lock(marks->mu_);  // not shared yet: uncontended, taken for the analysis
   std::ifstream in(marks->path_, std::ios::binary);
   if (!in) {
     if (errno == ENOENT) return marks;
@@ -111,7 +115,8 @@ Status ServedMarks::parse(const std::string& text) {
 
 Status ServedMarks::append_locked(const std::string& line, bool sync) {
   if (path_.empty()) return Status::Ok();
-  return lock_.with_lock([&]() -> Status {
+  // The lambda runs on this thread inside with_lock, mu_ still held.
+  return lock_.with_lock([&]() IDFORGE_REQUIRES(mu_) -> Status {
     const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return compact_locked();  // the first write: the whole file
     if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
@@ -143,7 +148,9 @@ Status ServedMarks::compact_locked() {
   // Other processes append too: take in what they wrote, then write the whole file anew.
   Result<std::unique_ptr<ServedMarks>> disk = read(path_);
   if (!disk.ok()) return disk.status();
-  for (const auto& [place, tags] : (*disk)->marks_) {
+  ServedMarks& other = **disk;
+  MutexLock other_lock(other.mu_);  // made by read() just now: nobody else has it
+  for (const auto& [place, tags] : other.marks_) {
     for (const auto& [tag, value] : tags) {
       uint64_t& slot = marks_[place][tag];
       slot = std::max(slot, value);
@@ -151,7 +158,7 @@ Status ServedMarks::compact_locked() {
   }
   // The file's identities are the latest any process recorded; this one's own are in
   // it already (each change was appended), unless it has none yet.
-  for (const auto& [place, identity] : (*disk)->identities_) identities_[place] = identity;
+  for (const auto& [place, identity] : other.identities_) identities_[place] = identity;
   std::string text(kHeader);
   text += '\n';
   for (const auto& [place, identity] : identities_) {
@@ -166,7 +173,7 @@ Status ServedMarks::compact_locked() {
 }
 
 uint64_t ServedMarks::highest(std::string_view place, std::string_view tag) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto p = marks_.find(place);
   if (p == marks_.end()) return 0;
   auto t = p->second.find(tag);
@@ -174,7 +181,7 @@ uint64_t ServedMarks::highest(std::string_view place, std::string_view tag) cons
 }
 
 std::map<std::string, uint64_t, std::less<>> ServedMarks::of_place(std::string_view place) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto p = marks_.find(place);
   if (p == marks_.end()) return {};
   return p->second;
@@ -184,7 +191,7 @@ Status ServedMarks::record(std::string_view place, std::string_view tag, uint64_
   if (!valid_word(place) || !valid_word(tag)) {
     return Status::InvalidArgument("a served mark needs a place and a tag without spaces");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t& slot = marks_[std::string(place)][std::string(tag)];
   if (last <= slot) return Status::Ok();
   const uint64_t before = slot;
@@ -195,7 +202,7 @@ Status ServedMarks::record(std::string_view place, std::string_view tag, uint64_
 }
 
 std::string ServedMarks::seen_identity(std::string_view place) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = identities_.find(place);
   return it == identities_.end() ? std::string() : it->second;
 }
@@ -204,7 +211,7 @@ Status ServedMarks::record_identity(std::string_view place, std::string_view ide
   if (!valid_word(place) || !valid_word(identity)) {
     return Status::InvalidArgument("a store identity is one word");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string& slot = identities_[std::string(place)];
   if (slot == identity) return Status::Ok();
   const std::string before = slot;
@@ -221,7 +228,7 @@ Status ServedMarks::record_identity(std::string_view place, std::string_view ide
 }
 
 std::vector<ServedMarks::Mark> ServedMarks::all() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Mark> out;
   for (const auto& [place, tags] : marks_) {
     for (const auto& [tag, value] : tags) out.push_back({place, tag, value});

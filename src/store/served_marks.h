@@ -23,11 +23,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "idforge/status.h"
 #include "store/durable_file.h"
 
@@ -43,12 +43,13 @@ class ServedMarks {
   static Result<std::unique_ptr<ServedMarks>> open(std::string path);
 
   // The highest number of `tag` served from `place`, 0 when none.
-  uint64_t highest(std::string_view place, std::string_view tag) const;
+  uint64_t highest(std::string_view place, std::string_view tag) const IDFORGE_EXCLUDES(mu_);
   // Every tag's highest number served from `place`.
-  std::map<std::string, uint64_t, std::less<>> of_place(std::string_view place) const;
+  std::map<std::string, uint64_t, std::less<>> of_place(std::string_view place) const
+      IDFORGE_EXCLUDES(mu_);
   // Raises the mark of (place, tag) to `last` (never lowers it); durable on return
   // unless set_mark_fsync(false).
-  Status record(std::string_view place, std::string_view tag, uint64_t last);
+  Status record(std::string_view place, std::string_view tag, uint64_t last) IDFORGE_EXCLUDES(mu_);
   // false: record() writes its line without an fsync. Only for a node whose fleet floor
   // is kept on this host (local:): the floor's record of every range is fsynced before
   // the range is used, and a crash that loses a mark's line keeps that record, which is
@@ -56,8 +57,8 @@ class ServedMarks {
   void set_mark_fsync(bool on) { mark_fsync_ = on; }
 
   // The identity `place` had when this node last saw it ("" when never).
-  std::string seen_identity(std::string_view place) const;
-  Status record_identity(std::string_view place, std::string_view identity);
+  std::string seen_identity(std::string_view place) const IDFORGE_EXCLUDES(mu_);
+  Status record_identity(std::string_view place, std::string_view identity) IDFORGE_EXCLUDES(mu_);
 
   // All marks, for status pages: (place, tag, highest).
   struct Mark {
@@ -65,32 +66,35 @@ class ServedMarks {
     std::string tag;
     uint64_t highest = 0;
   };
-  std::vector<Mark> all() const;
+  std::vector<Mark> all() const IDFORGE_EXCLUDES(mu_);
   const std::string& path() const { return path_; }
 
  private:
   explicit ServedMarks(std::string path) : path_(std::move(path)), lock_(path_ + ".lock") {}
   // The file as it is (absent: no marks), without mending a torn end (open() does).
   static Result<std::unique_ptr<ServedMarks>> read(std::string path);
-  Status parse(const std::string& text);
+  Status parse(const std::string& text) IDFORGE_REQUIRES(mu_);
   // Appends one change (a line) to the file under an flock on PATH.lock and fsyncs it:
   // O(1) however many tags there are. The file is written anew (compact_locked) when
   // it is new, or once the appended lines have made it more than twice its compact size.
   // With `sync` false the line is written, not fsynced.
-  Status append_locked(const std::string& line, bool sync = true);
+  Status append_locked(const std::string& line, bool sync = true) IDFORGE_REQUIRES(mu_);
   // Writes the whole file anew, merged with what other processes appended (the flock
   // held).
-  Status compact_locked();
+  Status compact_locked() IDFORGE_REQUIRES(mu_);
 
   const std::string path_;
   bool mark_fsync_ = true;
-  mutable std::mutex mu_;
-  LockFile lock_;  // PATH.lock, kept open; taken with mu_ held
+  mutable Mutex mu_;
+  LockFile lock_ IDFORGE_GUARDED_BY(mu_);  // PATH.lock, kept open; taken with mu_ held
   // place -> tag -> highest
-  std::map<std::string, std::map<std::string, uint64_t, std::less<>>, std::less<>> marks_;
-  std::map<std::string, std::string, std::less<>> identities_;  // place -> identity
-  bool torn_ = false;           // the file ended in a line a crash cut short
-  uint64_t compact_bytes_ = 0;  // the file's size when it was last written whole
+  std::map<std::string, std::map<std::string, uint64_t, std::less<>>, std::less<>> marks_
+      IDFORGE_GUARDED_BY(mu_);
+  // place -> identity
+  std::map<std::string, std::string, std::less<>> identities_ IDFORGE_GUARDED_BY(mu_);
+  bool torn_ IDFORGE_GUARDED_BY(mu_) = false;  // the file ended in a line a crash cut short
+  // The file's size when it was last written whole.
+  uint64_t compact_bytes_ IDFORGE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace idforge::store

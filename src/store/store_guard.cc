@@ -40,19 +40,19 @@ void StoreGuard::report(log::Level level, std::string_view event, log::Fields fi
   log::write(level, event, all);
 }
 
-std::mutex& StoreGuard::tag_mutex(std::string_view tag) {
-  std::lock_guard lock(tags_mu_);
+Mutex& StoreGuard::tag_mutex(std::string_view tag) {
+  MutexLock lock(tags_mu_);
   auto it = tag_mu_.find(tag);
   if (it == tag_mu_.end()) {
-    it = tag_mu_.emplace(std::string(tag), std::make_unique<std::mutex>()).first;
+    it = tag_mu_.emplace(std::string(tag), std::make_unique<Mutex>()).first;
   }
   return *it->second;
 }
 
 Status StoreGuard::check() {
-  std::lock_guard lock(check_mu_);
+  MutexLock lock(check_mu_);
   Status st = check_locked();
-  std::lock_guard state(mu_);
+  MutexLock state(mu_);
   check_problem_ = st.ok() ? std::string() : st.message();
   return st;
 }
@@ -60,7 +60,7 @@ Status StoreGuard::check() {
 Status StoreGuard::check_locked() {
   bool prepared = false;
   {
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     prepared = !verified_.empty();
   }
   if (!prepared) {
@@ -104,7 +104,7 @@ Status StoreGuard::verify_identity_locked() {
     }
     if (id.recorded == id.current || confirmed_new) {
       IDFORGE_RETURN_IF_ERROR(settings_.marks->record_identity(place_, id.current));
-      std::lock_guard state(mu_);
+      MutexLock state(mu_);
       verified_ = id.current;
       recorded_ = id.recorded;
       return Status::Ok();
@@ -126,7 +126,7 @@ Status StoreGuard::verify_identity_locked() {
       change.floors.clear();
     }
     IDFORGE_ASSIGN_OR_RETURN(bool applied, store_->adopt_identity(change));
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     if (fresh) {
       // A new store: nothing happened worth a line.
     } else if (!applied) {
@@ -166,7 +166,7 @@ Status StoreGuard::verify_identity_locked() {
 }
 
 Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
-  std::lock_guard tag_lock(tag_mutex(tag));
+  MutexLock tag_lock(tag_mutex(tag));
   // A refused range moves the tag past what was served; the store is then ahead again
   // and the next range comes at once, so a request sees a store that went back as one
   // slower refill rather than a failure.
@@ -179,7 +179,7 @@ Result<Segment> StoreGuard::allocate(std::string_view tag, uint64_t step) {
 
 Status StoreGuard::raise_tag(std::string_view tag, uint64_t floor) {
   {
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     verified_.clear();
   }
   IDFORGE_RETURN_IF_ERROR(check());
@@ -188,7 +188,7 @@ Status StoreGuard::raise_tag(std::string_view tag, uint64_t floor) {
   // stays. A changed identity was handled by check() moving every tag forward.
   IdentityChange raise;
   {
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     raise.expected = raise.adopt = recorded_;
   }
   raise.floors.emplace(std::string(tag), floor);
@@ -200,12 +200,12 @@ Status StoreGuard::raise_tag(std::string_view tag, uint64_t floor) {
 Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, bool* raised) {
   std::string verified;
   {
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     verified = verified_;
   }
   if (verified.empty()) {
     IDFORGE_RETURN_IF_ERROR(check());
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     verified = verified_;
   }
   IDFORGE_RETURN_IF_ERROR(check_every_place_confirmed(tag));
@@ -218,7 +218,7 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
         "and IDs resume",
         tag, store_->describe(), seg.first, seg.last(), seg.identity, verified);
     {
-      std::lock_guard state(mu_);
+      MutexLock state(mu_);
       ++foreign_;
       range_problem_ = why;
       verified_.clear();  // verify again, which applies the fleet step
@@ -244,7 +244,7 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
         "the tag is moved past {} and served again",
         tag, store_->describe(), seg.first, seg.last(), served, served);
     {
-      std::lock_guard state(mu_);
+      MutexLock state(mu_);
       ++refused_;
       range_problem_ = why;
     }
@@ -268,7 +268,7 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
           "the tag's buffered IDs are still served",
           tag, seg.first, seg.last(), settings_.fleet->describe(), took.status().message());
       {
-        std::lock_guard state(mu_);
+        MutexLock state(mu_);
         ++fleet_unrecorded_;
         range_problem_ = why;
       }
@@ -298,7 +298,7 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
           tag, store_->describe(), seg.first, seg.last(), took->highest,
           settings_.fleet->describe(), floor);
       {
-        std::lock_guard state(mu_);
+        MutexLock state(mu_);
         ++fleet_refused_;
         range_problem_ = why;
       }
@@ -322,7 +322,7 @@ Result<Segment> StoreGuard::allocate_once(std::string_view tag, uint64_t step, b
                                        seg.last(), recorded.message()));
   }
   {
-    std::lock_guard state(mu_);
+    MutexLock state(mu_);
     range_problem_.clear();
   }
   return seg;
@@ -353,7 +353,7 @@ Status StoreGuard::check_every_place_confirmed(std::string_view tag) const {
 }
 
 GuardStatus StoreGuard::status() const {
-  std::lock_guard state(mu_);
+  MutexLock state(mu_);
   GuardStatus s;
   s.place = place_;
   s.identity = verified_;

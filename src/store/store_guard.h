@@ -29,11 +29,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "core/fleet_floor.h"
+#include "core/thread_annotations.h"
 #include "idforge/segment_store.h"
 #include "idforge/status.h"
 #include "log/log.h"
@@ -84,27 +84,31 @@ class StoreGuard final : public RangeSource {
   // fleet step when it changed). Cheap when nothing changed: one identity read. Returns
   // InvalidArgument for a wrong place or an unsafe store, Unavailable when the store
   // does not answer.
-  Status check();
+  Status check() IDFORGE_EXCLUDES(check_mu_, mu_);
 
   // The store's next range of `tag`, guarded as above. A refused range moves the tag
   // past what was served and the next one is taken at once; Unavailable when that
   // keeps failing, or when the fleet floor cannot record the range.
-  Result<Segment> allocate(std::string_view tag, uint64_t step) override;
+  Result<Segment> allocate(std::string_view tag, uint64_t step) override
+      IDFORGE_EXCLUDES(tags_mu_, check_mu_, mu_);
 
-  GuardStatus status() const;
+  GuardStatus status() const IDFORGE_EXCLUDES(mu_);
   const std::string& place() const { return place_; }
   SegmentStore* store() const { return store_; }
 
  private:
   // Unavailable while a striped set without a fleet floor has a place not yet confirmed.
   Status check_every_place_confirmed(std::string_view tag) const;
-  Status check_locked();
-  // One range, guarded; *raised when it was refused and the tag moved past it.
-  Result<Segment> allocate_once(std::string_view tag, uint64_t step, bool* raised);
+  Status check_locked() IDFORGE_REQUIRES(check_mu_) IDFORGE_EXCLUDES(mu_);
+  // One range, guarded; *raised when it was refused and the tag moved past it. Called
+  // with the tag's mutex held.
+  Result<Segment> allocate_once(std::string_view tag, uint64_t step, bool* raised)
+      IDFORGE_EXCLUDES(check_mu_, mu_);
   // Moves `tag` to at least `floor` in the store (same history only).
-  Status raise_tag(std::string_view tag, uint64_t floor);
-  Status verify_identity_locked();
-  std::mutex& tag_mutex(std::string_view tag);
+  Status raise_tag(std::string_view tag, uint64_t floor) IDFORGE_EXCLUDES(check_mu_, mu_);
+  Status verify_identity_locked() IDFORGE_REQUIRES(check_mu_) IDFORGE_EXCLUDES(mu_);
+  // The mutex of `tag`, made on first use; taken before check_mu_ and mu_.
+  Mutex& tag_mutex(std::string_view tag) IDFORGE_EXCLUDES(tags_mu_);
   // Reports a change of state: to GuardSettings::log when set, else to the process log
   // as `event` with `fields` and the sentence as `message`.
   void report(log::Level level, std::string_view event, log::Fields fields,
@@ -116,19 +120,26 @@ class StoreGuard final : public RangeSource {
   const std::string place_;
   const GuardSettings settings_;
 
-  // Lock order: a tag's mutex, then check_mu_, then mu_.
-  std::mutex check_mu_;  // one check at a time
-  mutable std::mutex mu_;
-  std::string verified_;       // under mu_
-  std::string recorded_;       // under mu_: the store's record when verified_ was set
-  std::string check_problem_;  // under mu_: why the last check() failed
-  std::string range_problem_;  // under mu_: the last refused range, until one is taken
-  uint64_t refused_ = 0, foreign_ = 0, changes_ = 0, changes_seen_ = 0;  // under mu_
-  uint64_t fleet_refused_ = 0, fleet_unrecorded_ = 0;                    // under mu_
+  // Lock order: a tag's mutex, then check_mu_, then mu_. The tags' mutexes have no name
+  // the analysis can order (they are made per tag); tags_mu_ is only held while one is
+  // looked up, never with another of these.
+  Mutex check_mu_ IDFORGE_ACQUIRED_BEFORE(mu_);  // one check at a time
+  mutable Mutex mu_;
+  std::string verified_ IDFORGE_GUARDED_BY(mu_);
+  std::string recorded_ IDFORGE_GUARDED_BY(mu_);       // the store's record when verified_ was set
+  std::string check_problem_ IDFORGE_GUARDED_BY(mu_);  // why the last check() failed
+  // The last refused range, until one is taken.
+  std::string range_problem_ IDFORGE_GUARDED_BY(mu_);
+  uint64_t refused_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t foreign_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t changes_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t changes_seen_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t fleet_refused_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t fleet_unrecorded_ IDFORGE_GUARDED_BY(mu_) = 0;
   log::RepeatLimiter fleet_down_;  // segment.fleet_floor_unavailable ... _recovered
   // One allocation per tag at a time, so check-then-record sees ranges in store order.
-  std::mutex tags_mu_;
-  std::map<std::string, std::unique_ptr<std::mutex>, std::less<>> tag_mu_;  // under tags_mu_
+  Mutex tags_mu_;
+  std::map<std::string, std::unique_ptr<Mutex>, std::less<>> tag_mu_ IDFORGE_GUARDED_BY(tags_mu_);
 };
 
 }  // namespace idforge::store

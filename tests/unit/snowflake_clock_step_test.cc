@@ -49,8 +49,8 @@ TEST(SnowflakeClockStepTest, AForwardJumpWritesNoFarFutureMarkAndARestartStartsA
                       RollbackPolicy::kRing}) {
     SCOPED_TRACE(std::string(policy_name(policy)));
     Clocks clocks;
-    MemoryHighWaterStore store;
-    SnowflakeOptions o = clocks.options(&store, policy);
+    auto store = MemoryHighWaterStore::create();
+    SnowflakeOptions o = clocks.options(store.get(), policy);
     auto gen = make_generator(o, clocks.internals());
     ASSERT_NE(gen, nullptr);
     std::vector<uint64_t> ids;
@@ -70,7 +70,7 @@ TEST(SnowflakeClockStepTest, AForwardJumpWritesNoFarFutureMarkAndARestartStartsA
     // IDs went on at the trusted time, and the mark stayed within its bound of it.
     const int64_t trusted = kT0 + 3100;
     EXPECT_LT(parts(ids.back()).unix_ms, trusted + 2000);
-    EXPECT_LE(store.load().value(), trusted + o.max_clock_step_ms + o.max_drift_ms + o.reserve_ms);
+    EXPECT_LE(store->load().value(), trusted + o.max_clock_step_ms + o.max_drift_ms + o.reserve_ms);
 
     // The clock comes back: no stall, no failure, no new jump.
     clocks.wall.advance(-5 * kHourMs);
@@ -96,8 +96,9 @@ TEST(SnowflakeClockStepTest, AForwardJumpWritesNoFarFutureMarkAndARestartStartsA
 
 TEST(SnowflakeClockStepTest, AStepWithinTheBoundIsFollowed) {
   Clocks clocks;
-  MemoryHighWaterStore store;
-  auto gen = make_generator(clocks.options(&store, RollbackPolicy::kLogical), clocks.internals());
+  auto store = MemoryHighWaterStore::create();
+  auto gen =
+      make_generator(clocks.options(store.get(), RollbackPolicy::kLogical), clocks.internals());
   take(*gen, 10);
   clocks.wall.advance(5000);  // an NTP step of 5 s: below max_clock_step_ms
   uint64_t id = gen->next().value();
@@ -108,20 +109,21 @@ TEST(SnowflakeClockStepTest, AStepWithinTheBoundIsFollowed) {
 
 TEST(SnowflakeClockStepTest, ZeroFollowsEveryStep) {
   Clocks clocks;
-  MemoryHighWaterStore store;
-  SnowflakeOptions o = clocks.options(&store, RollbackPolicy::kLogical);
+  auto store = MemoryHighWaterStore::create();
+  SnowflakeOptions o = clocks.options(store.get(), RollbackPolicy::kLogical);
   o.max_clock_step_ms = 0;
   auto gen = make_generator(o, clocks.internals());
   clocks.wall.advance(5 * kHourMs);
   EXPECT_EQ(parts(gen->next().value()).unix_ms, kT0 + 5 * kHourMs);
-  EXPECT_GE(store.load().value(), kT0 + 5 * kHourMs);
+  EXPECT_GE(store->load().value(), kT0 + 5 * kHourMs);
   EXPECT_EQ(gen->counters().clock_jumps, 0u);
 }
 
 TEST(SnowflakeClockStepTest, AJumpIsCountedOncePerEpisode) {
   Clocks clocks;
-  MemoryHighWaterStore store;
-  auto gen = make_generator(clocks.options(&store, RollbackPolicy::kLogical), clocks.internals());
+  auto store = MemoryHighWaterStore::create();
+  auto gen =
+      make_generator(clocks.options(store.get(), RollbackPolicy::kLogical), clocks.internals());
   for (int episode = 0; episode < 3; ++episode) {
     clocks.wall.advance(kHourMs);
     for (int ms = 0; ms < 600; ++ms) {
@@ -145,8 +147,8 @@ TEST(SnowflakeClockStepTest, AFarAheadMarkAtStartIsAnErrorNamingMarkClockAndReco
                       RollbackPolicy::kRing}) {
     SCOPED_TRACE(std::string(policy_name(policy)));
     Clocks clocks;
-    MemoryHighWaterStore store(kT0 + 5 * kHourMs);
-    SnowflakeOptions o = clocks.options(&store, policy);
+    auto store = MemoryHighWaterStore::create(kT0 + 5 * kHourMs);
+    SnowflakeOptions o = clocks.options(store.get(), policy);
     o.max_startup_wait_ms = 0;
     auto gen = create_snowflake_generator(o, clocks.internals());
     ASSERT_FALSE(gen.ok());
@@ -157,7 +159,7 @@ TEST(SnowflakeClockStepTest, AFarAheadMarkAtStartIsAnErrorNamingMarkClockAndReco
     EXPECT_NE(text.find("another worker id"), std::string::npos) << text;
     EXPECT_NE(text.find("docs/operations.md"), std::string::npos) << text;
     // Nothing was written over the mark.
-    EXPECT_EQ(store.load().value(), kT0 + 5 * kHourMs);
+    EXPECT_EQ(store->load().value(), kT0 + 5 * kHourMs);
   }
 }
 

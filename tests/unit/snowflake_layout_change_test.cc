@@ -45,9 +45,9 @@ uint64_t run_twitter(ManualClock& clock, MemoryHighWaterStore& store) {
 
 TEST(SnowflakeLayoutChangeTest, TheMarkRecordsItsLayout) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
-  run_twitter(clock, store);
-  EXPECT_EQ(store.load_mark().value().layout, mark_layout_key(Layout::twitter()));
+  auto store = MemoryHighWaterStore::create();
+  run_twitter(clock, *store);
+  EXPECT_EQ(store->load_mark().value().layout, mark_layout_key(Layout::twitter()));
   EXPECT_EQ(mark_layout_key(Layout::twitter()),
             std::string(kTwitterSpec) + ";epoch=1288834974657;tick_ms=1");
 }
@@ -55,14 +55,14 @@ TEST(SnowflakeLayoutChangeTest, TheMarkRecordsItsLayout) {
 // A later epoch makes the same time a smaller ID: the new layout must start further on.
 TEST(SnowflakeLayoutChangeTest, ALaterEpochStartsAboveEveryOldIdWithinTheDrift) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
-  const uint64_t last_old = run_twitter(clock, store);
-  const HighWaterMark mark = store.load_mark().value();
+  auto store = MemoryHighWaterStore::create();
+  const uint64_t last_old = run_twitter(clock, *store);
+  const HighWaterMark mark = store->load_mark().value();
 
   Layout later = Layout::parse(kTwitterSpec, Layout::twitter().epoch_ms() + 2000).value();
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
   o.layout = later;
-  o.high_water = &store;
+  o.high_water = store.get();
   o.max_drift_ms = 5000;  // enough to start at once, ahead of the clock
   o.max_startup_wait_ms = 0;
   auto gen = make_generator(o);
@@ -71,16 +71,16 @@ TEST(SnowflakeLayoutChangeTest, ALaterEpochStartsAboveEveryOldIdWithinTheDrift) 
   EXPECT_GT(first, last_old);
   EXPECT_GT(first, largest_id_up_to(Layout::twitter(), mark.unix_ms));
   // The mark now says which layout it covers.
-  EXPECT_EQ(store.load_mark().value().layout, mark_layout_key(later));
+  EXPECT_EQ(store->load_mark().value().layout, mark_layout_key(later));
 }
 
 TEST(SnowflakeLayoutChangeTest, ALaterEpochWaitsWithinTheStartupWait) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
-  const uint64_t last_old = run_twitter(clock, store);
+  auto store = MemoryHighWaterStore::create();
+  const uint64_t last_old = run_twitter(clock, *store);
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kWait);
   o.layout = Layout::parse(kTwitterSpec, Layout::twitter().epoch_ms() + 1500).value();
-  o.high_water = &store;
+  o.high_water = store.get();
   auto gen = make_generator(o);  // the manual clock advances through the wait
   ASSERT_NE(gen, nullptr);
   EXPECT_GT(gen->next().value(), last_old);
@@ -89,11 +89,11 @@ TEST(SnowflakeLayoutChangeTest, ALaterEpochWaitsWithinTheStartupWait) {
 // More time bits per ID (a wider sequence): the same time is already a larger ID.
 TEST(SnowflakeLayoutChangeTest, AWiderLayoutStartsAtOnce) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
-  const uint64_t last_old = run_twitter(clock, store);
+  auto store = MemoryHighWaterStore::create();
+  const uint64_t last_old = run_twitter(clock, *store);
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kReject);
   o.layout = Layout::parse("time:40,datacenter:5,worker:5,sequence:13").value();
-  o.high_water = &store;
+  o.high_water = store.get();
   o.max_startup_wait_ms = 0;
   auto gen = make_generator(o);
   ASSERT_NE(gen, nullptr);
@@ -102,14 +102,14 @@ TEST(SnowflakeLayoutChangeTest, AWiderLayoutStartsAtOnce) {
 
 TEST(SnowflakeLayoutChangeTest, ALayoutThatCannotCatchUpIsRefusedNamingBoth) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
-  run_twitter(clock, store);
+  auto store = MemoryHighWaterStore::create();
+  run_twitter(clock, *store);
   for (auto policy : {RollbackPolicy::kLogical, RollbackPolicy::kWait}) {
     SCOPED_TRACE(std::string(policy_name(policy)));
     SnowflakeOptions o = manual_options(&clock, policy);
     const int64_t day = 86'400'000;
     o.layout = Layout::parse(kTwitterSpec, Layout::twitter().epoch_ms() + day).value();
-    o.high_water = &store;
+    o.high_water = store.get();
     auto gen = SnowflakeGenerator::create(o);
     ASSERT_FALSE(gen.ok());
     EXPECT_EQ(gen.status().code(), StatusCode::kInvalidArgument);
@@ -123,7 +123,7 @@ TEST(SnowflakeLayoutChangeTest, ALayoutThatCannotCatchUpIsRefusedNamingBoth) {
   // A layout whose time field cannot even hold the old IDs' values.
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
   o.layout = Layout::parse("time:35,datacenter:5,worker:5,sequence:12", kT0 - 1000).value();
-  o.high_water = &store;
+  o.high_water = store.get();
   auto gen = SnowflakeGenerator::create(o);
   ASSERT_FALSE(gen.ok());
   EXPECT_NE(gen.status().message().find(kTwitterSpec), std::string::npos) << gen.status().message();
@@ -132,20 +132,20 @@ TEST(SnowflakeLayoutChangeTest, ALayoutThatCannotCatchUpIsRefusedNamingBoth) {
 // Marks of older versions have no layout: read in the current layout's terms, as then.
 TEST(SnowflakeLayoutChangeTest, AMarkWithoutALayoutIsReadInTheCurrentLayout) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store(kT0 + 500);
+  auto store = MemoryHighWaterStore::create(kT0 + 500);
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
-  o.high_water = &store;
+  o.high_water = store.get();
   auto gen = make_generator(o);
   ASSERT_NE(gen, nullptr);
   EXPECT_GT(testing::parts(gen->next().value()).unix_ms, kT0 + 500);
-  EXPECT_EQ(store.load_mark().value().layout, mark_layout_key(Layout::twitter()));
+  EXPECT_EQ(store->load_mark().value().layout, mark_layout_key(Layout::twitter()));
 }
 
 TEST(SnowflakeLayoutChangeTest, AnUnreadableLayoutIsRefused) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store(kT0, "not a layout");
+  auto store = MemoryHighWaterStore::create(kT0, "not a layout");
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
-  o.high_water = &store;
+  o.high_water = store.get();
   auto gen = SnowflakeGenerator::create(o);
   ASSERT_FALSE(gen.ok());
   EXPECT_EQ(gen.status().code(), StatusCode::kInvalidArgument);

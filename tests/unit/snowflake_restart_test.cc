@@ -35,33 +35,33 @@ class FailingStore final : public HighWaterStore {
 
 TEST(SnowflakeRestartTest, MarkIsStoredAheadBeforeTheFirstId) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
+  auto store = MemoryHighWaterStore::create();
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
-  o.high_water = &store;
+  o.high_water = store.get();
   o.reserve_ms = 1000;
   auto gen = make_generator(o);
-  EXPECT_EQ(store.stores(), 1);
-  EXPECT_GE(store.load().value(), kT0 + 1000);
-  EXPECT_EQ(gen->reserved_until_ms(), store.load().value());
+  EXPECT_EQ(store->stores(), 1);
+  EXPECT_GE(store->load().value(), kT0 + 1000);
+  EXPECT_EQ(gen->reserved_until_ms(), store->load().value());
 }
 
 TEST(SnowflakeRestartTest, MarkIsRenewedBeforeItRunsOut) {
   ManualClock clock(kT0);
-  MemoryHighWaterStore store;
+  auto store = MemoryHighWaterStore::create();
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
-  o.high_water = &store;
+  o.high_water = store.get();
   o.reserve_ms = 100;
   auto gen = make_generator(o);
   for (int ms = 0; ms < 1000; ++ms) {
     auto id = gen->next();
     ASSERT_TRUE(id.ok()) << id.status().to_string();
     // Never an ID above what is durable.
-    ASSERT_LE(parts(*id).unix_ms, store.load().value());
+    ASSERT_LE(parts(*id).unix_ms, store->load().value());
     clock.advance(1);
   }
   // About one store per half reserve.
-  EXPECT_GE(store.stores(), 15);
-  EXPECT_LE(store.stores(), 25);
+  EXPECT_GE(store->stores(), 15);
+  EXPECT_LE(store->stores(), 25);
 }
 
 // The case the seeds warn about: the clock is set back while the process is down.
@@ -70,11 +70,11 @@ TEST(SnowflakeRestartTest, RestartAfterClockSetBackRepeatsNothing) {
                       RollbackPolicy::kRing}) {
     SCOPED_TRACE(std::string(policy_name(policy)));
     ManualClock clock(kT0);
-    MemoryHighWaterStore store;
+    auto store = MemoryHighWaterStore::create();
     std::set<uint64_t> seen;
     {
       SnowflakeOptions o = manual_options(&clock, policy);
-      o.high_water = &store;
+      o.high_water = store.get();
       auto gen = make_generator(o);
       for (int ms = 0; ms < 300; ++ms) {
         for (uint64_t id : take(*gen, 50)) ASSERT_TRUE(seen.insert(id).second);
@@ -83,7 +83,7 @@ TEST(SnowflakeRestartTest, RestartAfterClockSetBackRepeatsNothing) {
     }                     // crash: nothing but the store survives
     clock.advance(-200);  // set back while down; a generator without the mark repeats IDs
     SnowflakeOptions o = manual_options(&clock, policy);
-    o.high_water = &store;
+    o.high_water = store.get();
     auto gen = make_generator(o);
     ASSERT_NE(gen, nullptr);
     for (int ms = 0; ms < 300; ++ms) {
@@ -109,9 +109,10 @@ TEST(SnowflakeRestartTest, WithoutTheMarkTheSameScenarioRepeats) {
 
 TEST(SnowflakeRestartTest, ClockFarBehindTheMarkRefusesToStart) {
   ManualClock clock(kT0, /*auto_advance=*/false);
-  MemoryHighWaterStore store(kT0 + 60'000);  // an earlier run reserved a minute ahead
+  auto store =
+      MemoryHighWaterStore::create(kT0 + 60'000);  // an earlier run reserved a minute ahead
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kReject);
-  o.high_water = &store;
+  o.high_water = store.get();
   o.max_startup_wait_ms = 10;
   auto r = SnowflakeGenerator::create(o);
   ASSERT_FALSE(r.ok());
@@ -124,9 +125,9 @@ TEST(SnowflakeRestartTest, ClockFarBehindTheMarkRefusesToStart) {
 
 TEST(SnowflakeRestartTest, LogicalStartsWithinDriftOfTheMarkAtOnce) {
   ManualClock clock(kT0, /*auto_advance=*/false);
-  MemoryHighWaterStore store(kT0 + 400);
+  auto store = MemoryHighWaterStore::create(kT0 + 400);
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kLogical);
-  o.high_water = &store;
+  o.high_water = store.get();
   auto gen = make_generator(o);
   auto id = gen->next();
   ASSERT_TRUE(id.ok());
@@ -135,9 +136,9 @@ TEST(SnowflakeRestartTest, LogicalStartsWithinDriftOfTheMarkAtOnce) {
 
 TEST(SnowflakeRestartTest, WaitPolicyWaitsAtStartForTheClockToPassTheMark) {
   ManualClock clock(kT0);  // auto-advance
-  MemoryHighWaterStore store(kT0 + 400);
+  auto store = MemoryHighWaterStore::create(kT0 + 400);
   SnowflakeOptions o = manual_options(&clock, RollbackPolicy::kWait);
-  o.high_water = &store;
+  o.high_water = store.get();
   auto gen = make_generator(o);
   EXPECT_GE(clock.now_ms(), kT0 + 401);
   auto id = gen->next();
@@ -261,22 +262,22 @@ std::unique_ptr<SnowflakeGenerator> server_generator(ManualClock& clock, HighWat
 // faster than the clock moves; the background renewal must notice.
 TEST(SnowflakeRestartTest, RenewalCountsFromTheLastIdWhenItRunsAheadOfTheClock) {
   ManualClock clock(kT0);  // never moves in this test
-  MemoryHighWaterStore store;
-  auto gen = server_generator(clock, store);
+  auto store = MemoryHighWaterStore::create();
+  auto gen = server_generator(clock, *store);
   ASSERT_NE(gen, nullptr);
-  ASSERT_EQ(store.stores(), 1);
+  ASSERT_EQ(store->stores(), 1);
   // 60 ms of sequences in one go: the IDs run 60 ms ahead of the clock.
   std::vector<uint64_t> ids(60 * 4096);
   ASSERT_TRUE(gen->next_batch(ids).ok());
   const int64_t last_ms = parts(ids.back()).unix_ms;
   ASSERT_GE(last_ms, kT0 + 55);
-  EXPECT_EQ(store.stores(), 1);
+  EXPECT_EQ(store->stores(), 1);
   // Measured from the clock, 100 ms are left; from the last ID, under half.
   ASSERT_TRUE(gen->renew_reservation().ok());
-  EXPECT_EQ(store.stores(), 2);
+  EXPECT_EQ(store->stores(), 2);
   EXPECT_GE(gen->reserved_until_ms(), last_ms + 100);
   ASSERT_TRUE(gen->renew_reservation().ok());
-  EXPECT_EQ(store.stores(), 2);  // and not again while half is left
+  EXPECT_EQ(store->stores(), 2);  // and not again while half is left
 }
 
 TEST(SnowflakeRestartTest, CorruptOrUnreadableMarkFailsCreate) {

@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "core/base32.h"
+#include "core/ulid_impl.h"
 #include "idforge/clock.h"
 
 namespace idforge {
 
 // Reaches into the generator to force states that take 2^80 calls to reach honestly.
 struct UlidGeneratorTestPeer {
-  static void set_state(UlidGenerator& g, int64_t last_ms, const std::array<uint8_t, 10>& r) {
-    std::lock_guard lock(g.mu_);
+  static void set_state(UlidGeneratorImpl& g, int64_t last_ms, const std::array<uint8_t, 10>& r) {
+    MutexLock lock(g.mu_);
     g.last_ms_ = last_ms;
     g.last_random_ = r;
   }
@@ -223,9 +224,9 @@ RC_GTEST_PROP(Base32, U64RoundTrips, (uint64_t value)) {
 
 TEST(UlidGenerator, TimeComesFromTheClock) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
+  auto gen = UlidGenerator::create(&clock);
   for (int i = 0; i < 100; ++i) {
-    Ulid u = gen.next();
+    Ulid u = gen->next();
     EXPECT_EQ(u.unix_ms(), clock.now_ms());
     EXPECT_EQ(must_parse(u.to_string()), u);
     clock.advance(1 + i % 3);
@@ -234,12 +235,12 @@ TEST(UlidGenerator, TimeComesFromTheClock) {
 
 TEST(UlidGenerator, NewMillisecondGetsFreshRandomness) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
+  auto gen = UlidGenerator::create(&clock);
   std::vector<std::pair<uint64_t, uint64_t>> parts;
   uint64_t seen_lo = 0;
   for (int i = 0; i < 1000; ++i) {
     clock.advance(1);
-    parts.push_back(random_of(gen.next()));
+    parts.push_back(random_of(gen->next()));
     seen_lo |= parts.back().second;
   }
   EXPECT_EQ(seen_lo, UINT64_MAX);
@@ -249,10 +250,10 @@ TEST(UlidGenerator, NewMillisecondGetsFreshRandomness) {
 
 TEST(UlidGenerator, SameMillisecondIncrementsByOne) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
-  Ulid prev = gen.next();
+  auto gen = UlidGenerator::create(&clock);
+  Ulid prev = gen->next();
   for (int i = 0; i < 1'000'000; ++i) {
-    Ulid u = gen.next();
+    Ulid u = gen->next();
     ASSERT_LT(prev, u) << "at " << i;
     ASSERT_EQ(u.unix_ms(), kT0);
     ASSERT_TRUE(is_successor(prev, u)) << prev.to_string() << " -> " << u.to_string();
@@ -262,7 +263,7 @@ TEST(UlidGenerator, SameMillisecondIncrementsByOne) {
 
 TEST(UlidGenerator, IncrementCarriesAcrossBytes) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
+  UlidGeneratorImpl gen(&clock);
   UlidGeneratorTestPeer::set_state(gen, kT0,
                                    {0x12, 0x34, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF});
   Ulid u = gen.next();
@@ -273,7 +274,7 @@ TEST(UlidGenerator, IncrementCarriesAcrossBytes) {
 
 TEST(UlidGenerator, RandomPartOverflowMovesToTheNextMillisecond) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
+  UlidGeneratorImpl gen(&clock);
   std::array<uint8_t, 10> near_max;
   near_max.fill(0xFF);
   near_max[9] = 0xFE;
@@ -294,7 +295,7 @@ TEST(UlidGenerator, RandomPartOverflowMovesToTheNextMillisecond) {
 
 TEST(UlidGenerator, OverflowWhileTheClockIsBehind) {
   ManualClock clock(kT0 - 1000);
-  UlidGenerator gen(&clock);
+  UlidGeneratorImpl gen(&clock);
   std::array<uint8_t, 10> max;
   max.fill(0xFF);
   UlidGeneratorTestPeer::set_state(gen, kT0, max);
@@ -308,11 +309,11 @@ TEST(UlidGenerator, OverflowWhileTheClockIsBehind) {
 
 TEST(UlidGenerator, ClockSetBackTenSecondsStillIncreases) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
-  Ulid prev = gen.next();
+  auto gen = UlidGenerator::create(&clock);
+  Ulid prev = gen->next();
   clock.set(kT0 - 10'000);
   for (int i = 0; i < 10'000; ++i) {
-    Ulid u = gen.next();
+    Ulid u = gen->next();
     ASSERT_LT(prev, u);
     ASSERT_EQ(u.unix_ms(), kT0) << "keeps the last ms while the clock is behind";
     ASSERT_TRUE(is_successor(prev, u));
@@ -320,39 +321,39 @@ TEST(UlidGenerator, ClockSetBackTenSecondsStillIncreases) {
     if (i % 1000 == 0) clock.advance(1);
   }
   clock.set(kT0 + 1);
-  Ulid u = gen.next();
+  Ulid u = gen->next();
   EXPECT_EQ(u.unix_ms(), kT0 + 1);
   EXPECT_LT(prev, u);
 }
 
 TEST(UlidGenerator, BatchIsIncreasingAndContinuesTheSequence) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
-  Ulid first = gen.next();
+  auto gen = UlidGenerator::create(&clock);
+  Ulid first = gen->next();
   std::vector<Ulid> batch(5000);
-  gen.next_batch(batch);
+  gen->next_batch(batch);
   EXPECT_TRUE(is_successor(first, batch.front()));
   for (size_t i = 1; i < batch.size(); ++i) {
     ASSERT_TRUE(is_successor(batch[i - 1], batch[i]));
     ASSERT_EQ(batch[i].unix_ms(), kT0);
   }
-  Ulid after = gen.next();
+  Ulid after = gen->next();
   EXPECT_TRUE(is_successor(batch.back(), after));
 }
 
 TEST(UlidGenerator, ClockBeforeTheEpochAndBeyond48BitsIsClamped) {
   ManualClock clock(-5);
-  UlidGenerator gen(&clock);
-  EXPECT_EQ(gen.next().unix_ms(), 0);
+  auto gen = UlidGenerator::create(&clock);
+  EXPECT_EQ(gen->next().unix_ms(), 0);
   clock.set(int64_t{1} << 50);
-  EXPECT_EQ(gen.next().unix_ms(), (int64_t{1} << 48) - 1);
+  EXPECT_EQ(gen->next().unix_ms(), (int64_t{1} << 48) - 1);
 }
 
 TEST(UlidGenerator, DefaultClockAndSharedGenerator) {
   SystemClock system;
-  UlidGenerator gen;
+  auto gen = UlidGenerator::create();
   int64_t before = system.now_ms();
-  Ulid u = gen.next();
+  Ulid u = gen->next();
   int64_t after = system.now_ms();
   EXPECT_GE(u.unix_ms(), before - 50);
   EXPECT_LE(u.unix_ms(), after + 50);
@@ -417,16 +418,16 @@ class ClockMover {
 
 TEST(UlidConcurrency, FourThreadsDistinctAndEachIncreasing) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
+  auto gen = UlidGenerator::create(&clock);
   ClockMover mover(clock);
-  check_threads(gen, false);
+  check_threads(*gen, false);
 }
 
 TEST(UlidConcurrency, FourThreadsOfBatches) {
   ManualClock clock(kT0);
-  UlidGenerator gen(&clock);
+  auto gen = UlidGenerator::create(&clock);
   ClockMover mover(clock);
-  check_threads(gen, true);
+  check_threads(*gen, true);
 }
 
 }  // namespace

@@ -9,14 +9,15 @@
 #include <thread>
 #include <vector>
 
+#include "core/uuid_impl.h"
 #include "idforge/clock.h"
 
 namespace idforge {
 
 // Reaches into the generator to force states that take 2^41 calls to reach honestly.
 struct Uuid7GeneratorTestPeer {
-  static void set_state(Uuid7Generator& g, int64_t last_ms, uint64_t counter) {
-    std::lock_guard lock(g.mu_);
+  static void set_state(Uuid7GeneratorImpl& g, int64_t last_ms, uint64_t counter) {
+    MutexLock lock(g.mu_);
     g.last_ms_ = last_ms;
     g.counter_ = counter;
   }
@@ -278,9 +279,9 @@ TEST(Uuid4, OneMillionDistinct) {
 
 TEST(Uuid7, VersionVariantAndTimeFromTheClock) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
+  auto gen = Uuid7Generator::create(&clock);
   for (int i = 0; i < 100; ++i) {
-    Uuid u = gen.next();
+    Uuid u = gen->next();
     EXPECT_EQ(u.version(), 7);
     EXPECT_TRUE(u.rfc_variant());
     UuidInfo info = inspect(u);
@@ -292,8 +293,8 @@ TEST(Uuid7, VersionVariantAndTimeFromTheClock) {
 
 TEST(Uuid7, KnownTimeIsBigEndianInTheFirstSixBytes) {
   ManualClock clock(kRfcVectorMs);
-  Uuid7Generator gen(&clock);
-  Uuid u = gen.next();
+  auto gen = Uuid7Generator::create(&clock);
+  Uuid u = gen->next();
   EXPECT_EQ(u.to_string().substr(0, 14), "017f22e2-79b0-");
   EXPECT_EQ(u.to_string()[14], '7');
   EXPECT_EQ(inspect(u).unix_ms, kRfcVectorMs);
@@ -301,12 +302,12 @@ TEST(Uuid7, KnownTimeIsBigEndianInTheFirstSixBytes) {
 
 TEST(Uuid7, NewMillisecondSeedsTheCounterRandomlyWithTopBitClear) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
+  auto gen = Uuid7Generator::create(&clock);
   uint64_t seen_bits = 0;
   std::vector<uint64_t> seeds;
   for (int i = 0; i < 1000; ++i) {
     clock.advance(1);
-    uint64_t c = counter_of(gen.next());
+    uint64_t c = counter_of(gen->next());
     EXPECT_LT(c, uint64_t{1} << 41);
     seen_bits |= c;
     seeds.push_back(c);
@@ -318,10 +319,10 @@ TEST(Uuid7, NewMillisecondSeedsTheCounterRandomlyWithTopBitClear) {
 
 TEST(Uuid7, CounterCountsByOneWithinAMillisecond) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
-  Uuid prev = gen.next();
+  auto gen = Uuid7Generator::create(&clock);
+  Uuid prev = gen->next();
   for (int i = 0; i < 1000; ++i) {
-    Uuid u = gen.next();
+    Uuid u = gen->next();
     EXPECT_EQ(counter_of(u), counter_of(prev) + 1);
     EXPECT_EQ(time_of(u), kT0);
     prev = u;
@@ -330,10 +331,10 @@ TEST(Uuid7, CounterCountsByOneWithinAMillisecond) {
 
 TEST(Uuid7, OneMillionInOneMillisecondStrictlyIncrease) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
-  Uuid prev = gen.next();
+  auto gen = Uuid7Generator::create(&clock);
+  Uuid prev = gen->next();
   for (int i = 0; i < 1'000'000; ++i) {
-    Uuid u = gen.next();
+    Uuid u = gen->next();
     ASSERT_LT(prev, u) << "at " << i;
     ASSERT_EQ(time_of(u), kT0);
     prev = u;
@@ -342,7 +343,7 @@ TEST(Uuid7, OneMillionInOneMillisecondStrictlyIncrease) {
 
 TEST(Uuid7, CounterOverflowMovesToTheNextMillisecond) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
+  Uuid7GeneratorImpl gen(&clock);
   Uuid7GeneratorTestPeer::set_state(gen, kT0, kCounterMax - 2);
   Uuid a = gen.next();
   Uuid b = gen.next();
@@ -366,7 +367,7 @@ TEST(Uuid7, CounterOverflowMovesToTheNextMillisecond) {
 
 TEST(Uuid7, CounterOverflowWhileTheClockIsBehind) {
   ManualClock clock(kT0 - 3);
-  Uuid7Generator gen(&clock);
+  Uuid7GeneratorImpl gen(&clock);
   Uuid7GeneratorTestPeer::set_state(gen, kT0, kCounterMax);
   Uuid a = gen.next();
   EXPECT_EQ(time_of(a), kT0 + 1);
@@ -378,28 +379,28 @@ TEST(Uuid7, CounterOverflowWhileTheClockIsBehind) {
 
 TEST(Uuid7, ClockSetBackTenSecondsStillIncreases) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
-  Uuid prev = gen.next();
+  auto gen = Uuid7Generator::create(&clock);
+  Uuid prev = gen->next();
   clock.set(kT0 - 10'000);
   for (int i = 0; i < 10'000; ++i) {
-    Uuid u = gen.next();
+    Uuid u = gen->next();
     ASSERT_LT(prev, u);
     ASSERT_EQ(time_of(u), kT0) << "keeps the last ms while the clock is behind";
     prev = u;
     if (i % 1000 == 0) clock.advance(1);  // still behind kT0
   }
   clock.set(kT0 + 1);
-  Uuid u = gen.next();
+  Uuid u = gen->next();
   EXPECT_EQ(time_of(u), kT0 + 1);
   EXPECT_LT(prev, u);
 }
 
 TEST(Uuid7, BatchIsIncreasingAndContinuesTheSequence) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
-  Uuid first = gen.next();
+  auto gen = Uuid7Generator::create(&clock);
+  Uuid first = gen->next();
   std::vector<Uuid> batch(5000);
-  gen.next_batch(batch);
+  gen->next_batch(batch);
   EXPECT_LT(first, batch.front());
   for (size_t i = 1; i < batch.size(); ++i) {
     ASSERT_LT(batch[i - 1], batch[i]);
@@ -407,9 +408,9 @@ TEST(Uuid7, BatchIsIncreasingAndContinuesTheSequence) {
     ASSERT_EQ(batch[i].version(), 7);
     ASSERT_TRUE(batch[i].rfc_variant());
   }
-  EXPECT_LT(batch.back(), gen.next());
+  EXPECT_LT(batch.back(), gen->next());
   std::vector<Uuid> empty;
-  gen.next_batch(empty);  // no-op, must not disturb the sequence
+  gen->next_batch(empty);  // no-op, must not disturb the sequence
   // The 32 low random bits differ between neighbours (not reused within a batch).
   int same_tail = 0;
   for (size_t i = 1; i < batch.size(); ++i) {
@@ -421,19 +422,19 @@ TEST(Uuid7, BatchIsIncreasingAndContinuesTheSequence) {
 
 TEST(Uuid7, ClockBeforeTheEpochAndBeyond48BitsIsClamped) {
   ManualClock clock(-5);
-  Uuid7Generator gen(&clock);
-  EXPECT_EQ(time_of(gen.next()), 0);
+  auto gen = Uuid7Generator::create(&clock);
+  EXPECT_EQ(time_of(gen->next()), 0);
   clock.set(int64_t{1} << 50);
-  Uuid u = gen.next();
+  Uuid u = gen->next();
   EXPECT_EQ(time_of(u), (int64_t{1} << 48) - 1);
   EXPECT_EQ(u.version(), 7);
 }
 
 TEST(Uuid7, DefaultClockAndSharedGenerator) {
   SystemClock system;
-  Uuid7Generator gen;  // default_clock()
+  auto gen = Uuid7Generator::create();  // default_clock()
   int64_t before = system.now_ms();
-  Uuid u = gen.next();
+  Uuid u = gen->next();
   int64_t after = system.now_ms();
   // The cached clock may lag the system clock by about a millisecond.
   EXPECT_GE(time_of(u), before - 50);
@@ -500,16 +501,16 @@ class ClockMover {
 
 TEST(UuidConcurrency, FourThreadsDistinctAndEachIncreasing) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
+  auto gen = Uuid7Generator::create(&clock);
   ClockMover mover(clock);
-  check_threads(gen, false);
+  check_threads(*gen, false);
 }
 
 TEST(UuidConcurrency, FourThreadsOfBatches) {
   ManualClock clock(kT0);
-  Uuid7Generator gen(&clock);
+  auto gen = Uuid7Generator::create(&clock);
   ClockMover mover(clock);
-  check_threads(gen, true);
+  check_threads(*gen, true);
 }
 
 TEST(UuidConcurrency, FourThreadsUuid4Distinct) {

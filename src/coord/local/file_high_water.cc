@@ -59,7 +59,7 @@ Result<int64_t> FileHighWaterStore::load() {
 Status FileHighWaterStore::store(int64_t unix_ms) { return store_mark({unix_ms, {}}); }
 
 Result<HighWaterMark> FileHighWaterStore::load_mark() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return HighWaterMark{};
@@ -114,7 +114,7 @@ Status FileHighWaterStore::store_mark(const HighWaterMark& mark) {
   if (!mark.layout.empty() && !plain_text(mark.layout)) {
     return Status::InvalidArgument("a mark's layout is printable text without spaces");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string tmp = path_ + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::IoError(fmt::format("open {}: {}", tmp, text::errno_text()));

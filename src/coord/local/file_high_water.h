@@ -12,9 +12,9 @@
 // guessing low could repeat IDs. Thread-safe.
 #pragma once
 
-#include <mutex>
 #include <string>
 
+#include "core/thread_annotations.h"
 #include "idforge/high_water.h"
 
 namespace idforge::coord {
@@ -28,14 +28,16 @@ class FileHighWaterStore final : public HighWaterStore {
 
   Result<int64_t> load() override;
   Status store(int64_t unix_ms) override;
-  Result<HighWaterMark> load_mark() override;
-  Status store_mark(const HighWaterMark& mark) override;
+  Result<HighWaterMark> load_mark() override IDFORGE_EXCLUDES(mu_);
+  Status store_mark(const HighWaterMark& mark) override IDFORGE_EXCLUDES(mu_);
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   SyncFn sync_;
-  std::mutex mu_;
+  // One load or store at a time (two stores would share PATH.tmp). It guards the file,
+  // not a member, so nothing here is GUARDED_BY it.
+  Mutex mu_;
 };
 
 }  // namespace idforge::coord

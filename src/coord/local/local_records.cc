@@ -11,11 +11,11 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <span>
 #include <sstream>
 
 #include "core/text.h"
+#include "core/thread_annotations.h"
 #include "store/batched_calls.h"
 #include "store/durable_file.h"
 
@@ -46,25 +46,26 @@ class LocalRecords final : public FleetRecords {
     if (log_fd_ >= 0) ::close(log_fd_);
   }
 
-  Result<FleetRecord> read(std::string_view name) override {
+  Result<FleetRecord> read(std::string_view name) override IDFORGE_EXCLUDES(mu_) {
     IDFORGE_RETURN_IF_ERROR(check_record_name(name));
-    std::lock_guard guard(mu_);
-    IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/true, [&] { return refresh_locked(); }));
+    MutexLock guard(mu_);
+    IDFORGE_RETURN_IF_ERROR(
+        with_flock(/*shared=*/true, [&]() IDFORGE_REQUIRES(mu_) { return refresh_locked(); }));
     auto it = records_.find(name);
     if (it == records_.end()) return FleetRecord{};
     return FleetRecord{true, it->second};
   }
 
   Result<bool> replace(std::string_view name, const FleetRecord& expected, std::string_view value,
-                       FleetRecord* now) override {
+                       FleetRecord* now) override IDFORGE_EXCLUDES(mu_) {
     IDFORGE_RETURN_IF_ERROR(check_record_name(name));
     if (value.find('\n') != std::string_view::npos) {
       return Status::InvalidArgument("a fleet record's value is one line");
     }
     bool replaced = false;
     {
-      std::lock_guard guard(mu_);
-      IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/false, [&]() -> Status {
+      MutexLock guard(mu_);
+      IDFORGE_RETURN_IF_ERROR(with_flock(/*shared=*/false, [&]() IDFORGE_REQUIRES(mu_) -> Status {
         IDFORGE_RETURN_IF_ERROR(refresh_locked());
         FleetRecord current;
         if (auto it = records_.find(name); it != records_.end()) current = {true, it->second};
@@ -87,8 +88,9 @@ class LocalRecords final : public FleetRecords {
   // Runs fn under an flock of DIR/fleet-records.lock (the log itself is replaced by
   // compaction, so it cannot carry the lock). A read of a directory that does not exist
   // yet has no log to read and creates nothing.
-  // The lock file stays open (store::LockFile) once the directory is there.
-  Status with_flock(bool shared, const std::function<Status()>& fn) {
+  // The lock file stays open (store::LockFile) once the directory is there. `fn` runs on
+  // this thread with mu_ still held: say so on the lambda (IDFORGE_REQUIRES(mu_)).
+  Status with_flock(bool shared, const std::function<Status()>& fn) IDFORGE_REQUIRES(mu_) {
     if (!dir_made_) {
       if (shared && !std::filesystem::exists(dir_)) return fn();
       if (!shared) {
@@ -102,7 +104,7 @@ class LocalRecords final : public FleetRecords {
   // Takes in what other processes appended since the last look; everything again when
   // one of them wrote the log anew (another inode: the log is opened again). Under the
   // flock, so the log cannot be replaced between the stat and the open.
-  Status refresh_locked() {
+  Status refresh_locked() IDFORGE_REQUIRES(mu_) {
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) {
       if (errno != ENOENT) {
@@ -148,7 +150,7 @@ class LocalRecords final : public FleetRecords {
     return Status::Ok();
   }
 
-  Status take_line(std::string_view line) {
+  Status take_line(std::string_view line) IDFORGE_REQUIRES(mu_) {
     if (offset_ == 0) {
       if (line != kHeader.substr(0, kHeader.size() - 1)) {
         return Status::InvalidArgument(
@@ -171,7 +173,7 @@ class LocalRecords final : public FleetRecords {
   // Until then the line may be read, by a later change here or in another process, but
   // not yet answered: a crash that loses it loses a change nobody was told of, and a
   // decision taken on it was only more careful. A line written in part is cut off again.
-  Status append_locked(std::string_view name, std::string_view value) {
+  Status append_locked(std::string_view name, std::string_view value) IDFORGE_REQUIRES(mu_) {
     if (!exists_) {
       records_[std::string(name)] = std::string(value);
       return compact_locked();  // durable by itself; the fsync after it finds nothing left
@@ -198,13 +200,13 @@ class LocalRecords final : public FleetRecords {
   // Makes every line written so far durable: one fsync, shared by every change that
   // asks while another is under way (store/batched_calls.h). The batch that holds a
   // change runs after its line was written, so its fsync covers the line.
-  Status sync() {
+  Status sync() IDFORGE_EXCLUDES(mu_) {
     Status st = Status::Ok();
     syncs_.run(st, [this](std::span<Status* const> waiting) {
       Status done = Status::Ok();
       Fd out;
       {
-        std::lock_guard guard(mu_);
+        MutexLock guard(mu_);
         out.fd = ::dup(log_fd_);  // the log may be opened again while the fsync runs
       }
       if (out.fd < 0) {
@@ -219,7 +221,7 @@ class LocalRecords final : public FleetRecords {
   }
 
   // The log written anew: one line per record.
-  Status compact_locked() {
+  Status compact_locked() IDFORGE_REQUIRES(mu_) {
     std::string whole(kHeader);
     for (const auto& [name, value] : records_) whole += fmt::format("{} {}\n", name, value);
     IDFORGE_RETURN_IF_ERROR(store::write_file_durably(path_, whole));
@@ -237,7 +239,7 @@ class LocalRecords final : public FleetRecords {
   }
 
   // log_fd_ on the file now at path_, for reading, appending and fsyncs.
-  Status open_log_locked() {
+  Status open_log_locked() IDFORGE_REQUIRES(mu_) {
     const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return Status::IoError(fmt::format("open {}: {}", path_, text::errno_text()));
     if (log_fd_ >= 0) ::close(log_fd_);
@@ -247,7 +249,7 @@ class LocalRecords final : public FleetRecords {
 
   // Data directories from before the log kept one file per record in DIR/fleet: taken
   // in, so the first write carries them into the log.
-  Status import_old_files() {
+  Status import_old_files() IDFORGE_REQUIRES(mu_) {
     const std::string old_dir = dir_ + "/fleet";
     DIR* d = ::opendir(old_dir.c_str());
     if (d == nullptr) return Status::Ok();
@@ -274,17 +276,20 @@ class LocalRecords final : public FleetRecords {
   const std::string dir_;
   const std::string path_;
   const std::string described_;
-  std::mutex mu_;  // the fields below; held around the flock
-  store::LockFile lock_;
-  bool dir_made_ = false;  // dir_ was created (or found) by an exclusive lock
-  int log_fd_ = -1;        // the log at inode_, open while exists_
-  std::map<std::string, std::string, std::less<>> records_;
-  bool exists_ = false;         // the log has been seen
-  bool imported_ = false;       // DIR/fleet was looked at
-  ino_t inode_ = 0;             // of the log last read: another inode means it was rewritten
-  uint64_t offset_ = 0;         // bytes of whole lines taken in
-  bool torn_ = false;           // the log goes on past offset_ with a line cut short
-  uint64_t compact_bytes_ = 0;  // its size when last written whole
+  Mutex mu_;  // the fields below; held around the flock
+  store::LockFile lock_ IDFORGE_GUARDED_BY(mu_);
+  // dir_ was created (or found) by an exclusive lock.
+  bool dir_made_ IDFORGE_GUARDED_BY(mu_) = false;
+  int log_fd_ IDFORGE_GUARDED_BY(mu_) = -1;  // the log at inode_, open while exists_
+  std::map<std::string, std::string, std::less<>> records_ IDFORGE_GUARDED_BY(mu_);
+  bool exists_ IDFORGE_GUARDED_BY(mu_) = false;    // the log has been seen
+  bool imported_ IDFORGE_GUARDED_BY(mu_) = false;  // DIR/fleet was looked at
+  // Of the log last read: another inode means it was rewritten.
+  ino_t inode_ IDFORGE_GUARDED_BY(mu_) = 0;
+  uint64_t offset_ IDFORGE_GUARDED_BY(mu_) = 0;  // bytes of whole lines taken in
+  // The log goes on past offset_ with a line cut short.
+  bool torn_ IDFORGE_GUARDED_BY(mu_) = false;
+  uint64_t compact_bytes_ IDFORGE_GUARDED_BY(mu_) = 0;  // its size when last written whole
   store::BatchedCalls<Status> syncs_{64};  // fsyncs of the log, taken after mu_ is let go
 };
 

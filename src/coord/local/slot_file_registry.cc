@@ -50,14 +50,14 @@ Result<std::unique_ptr<Lease>> SlotFileRegistry::try_take(uint64_t slot,
   lease->ttl_ms = options_.ttl_ms;
   lease->start_delay_ms = 0;  // a live holder keeps the flock; there is no one to wait out
 
-  std::lock_guard guard(mu_);
+  MutexLock guard(mu_);
   lease->token = fmt::format("{}-{}-{}", ::getpid(), slot, next_token_++);
   held_[lease->token] = Held{std::move(lock), std::move(mark), stored->unix_ms, stored->layout};
   return lease;
 }
 
 Status SlotFileRegistry::renew(const Lease& lease, int64_t high_water_ms) {
-  std::lock_guard guard(mu_);
+  MutexLock guard(mu_);
   auto it = held_.find(lease.token);
   if (it == held_.end()) {
     return Status::LeaseLost(
@@ -85,7 +85,7 @@ Status SlotFileRegistry::renew(const Lease& lease, int64_t high_water_ms) {
 }
 
 Status SlotFileRegistry::release(const Lease& lease) {
-  std::lock_guard guard(mu_);
+  MutexLock guard(mu_);
   held_.erase(lease.token);  // closing the lock file drops the flock
   return Status::Ok();
 }
@@ -122,7 +122,7 @@ Result<std::vector<SlotStatus>> SlotFileRegistry::status() {
 Status SlotFileRegistry::force_release(uint64_t slot) {
   {
     // Held by this very object: an ordinary release.
-    std::lock_guard guard(mu_);
+    MutexLock guard(mu_);
     for (auto it = held_.begin(); it != held_.end(); ++it) {
       if (it->second.lock->path() == slot_lock_path(dir_, slot)) {
         held_.erase(it);

@@ -10,21 +10,21 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "coord/local/file_high_water.h"
 #include "coord/local/slot_files.h"
+#include "core/thread_annotations.h"
 #include "core/worker_registry.h"
 
 namespace idforge::coord {
 
 class SlotFileRegistry : public WorkerRegistry {
  public:
-  Status renew(const Lease& lease, int64_t high_water_ms) override;
-  Status release(const Lease& lease) override;
+  Status renew(const Lease& lease, int64_t high_water_ms) override IDFORGE_EXCLUDES(mu_);
+  Status release(const Lease& lease) override IDFORGE_EXCLUDES(mu_);
   Result<std::vector<SlotStatus>> status() override;
-  Status force_release(uint64_t slot) override;
+  Status force_release(uint64_t slot) override IDFORGE_EXCLUDES(mu_);
 
   const std::string& dir() const { return dir_; }
 
@@ -35,7 +35,7 @@ class SlotFileRegistry : public WorkerRegistry {
   // Locks `slot` for `identity` and loads its mark. Null (with *holder) when another
   // process holds it.
   Result<std::unique_ptr<Lease>> try_take(uint64_t slot, const std::string& identity, int attempts,
-                                          SlotHolder* holder);
+                                          SlotHolder* holder) IDFORGE_EXCLUDES(mu_);
 
   const RegistryOptions& options() const { return options_; }
 
@@ -49,9 +49,9 @@ class SlotFileRegistry : public WorkerRegistry {
 
   const std::string dir_;
   const RegistryOptions options_;
-  std::mutex mu_;
-  std::map<std::string, Held> held_;  // by Lease::token
-  uint64_t next_token_ = 0;
+  Mutex mu_;
+  std::map<std::string, Held> held_ IDFORGE_GUARDED_BY(mu_);  // by Lease::token
+  uint64_t next_token_ IDFORGE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace idforge::coord

@@ -36,7 +36,7 @@ void NetShared::connection_closed() {
   // closes the gap between the waiter's check of `open` and its sleep.
   if (open.fetch_sub(1, std::memory_order_relaxed) == 1 &&
       stopping.load(std::memory_order_relaxed)) {
-    { std::lock_guard<std::mutex> lock(mu); }
+    { MutexLock lock(mu); }
     drained.notify_all();
   }
 }

@@ -19,12 +19,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_set>
 
+#include "core/thread_annotations.h"
 #include "server/net/net_spin.h"
 #include "server/net/session.h"
 #include "server/net/tls_context.h"
@@ -60,8 +60,9 @@ struct NetShared {
   // shutdown() then posts to every loop, and that post orders the store before the loop's
   // later reads.
   std::atomic<bool> stopping{false};
-  // shutdown() waits on `drained` for `open` to reach 0.
-  std::mutex mu;
+  // shutdown() waits on `drained` for `open` to reach 0. `mu` guards no member (`open` is
+  // an atomic): it only closes the gap between the waiter's check and its sleep.
+  Mutex mu;
   std::condition_variable drained;
 
   boost::asio::thread_pool* pool = nullptr;

@@ -13,7 +13,6 @@
 #include <exception>
 #include <latch>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -142,15 +141,15 @@ struct NetServer::Impl {
   // Runs `fn(loop)` on every loop's thread and waits until all have run.
   template <typename Fn>
   void on_every_loop(Fn fn);
-  void shutdown(std::chrono::milliseconds grace);
+  void shutdown(std::chrono::milliseconds grace) IDFORGE_EXCLUDES(control);
 
   net::NetShared shared;
   asio::thread_pool pool;
   std::vector<std::unique_ptr<Loop>> loops;          // after pool: jobs post to loops
   std::vector<std::unique_ptr<Listener>> listeners;  // after loops: acceptors use them
   std::atomic<size_t> next_loop{0};                  // round-robin; relaxed, any order will do
-  std::mutex control;                                // listen, start, shutdown
-  State state = State::kIdle;
+  Mutex control;                                     // listen, start, shutdown
+  State state IDFORGE_GUARDED_BY(control) = State::kIdle;
   std::unique_ptr<AccessLog> access_log;  // null: off; outlives every session and job
   std::function<void()> on_refused;       // NetOptions::on_refused
   log::RepeatLimiter loop_failures;       // exceptions out of a loop's handlers
@@ -239,7 +238,7 @@ void NetServer::Impl::on_every_loop(Fn fn) {
 }
 
 void NetServer::Impl::shutdown(std::chrono::milliseconds grace) {
-  std::lock_guard<std::mutex> lock(control);
+  MutexLock lock(control);
   if (state == State::kStopped) return;
   const Clock::time_point deadline = Clock::now() + grace;
   shared.stopping.store(true, std::memory_order_relaxed);
@@ -264,9 +263,10 @@ void NetServer::Impl::shutdown(std::chrono::milliseconds grace) {
 
   // 2. Wait for them, at most `grace`.
   {
-    std::unique_lock<std::mutex> wait_lock(shared.mu);
-    shared.drained.wait_until(wait_lock, deadline,
-                              [this] { return shared.open.load(std::memory_order_relaxed) == 0; });
+    MutexLock wait_lock(shared.mu);
+    while (shared.open.load(std::memory_order_relaxed) != 0 &&
+           wait_lock.wait_until(shared.drained, deadline)) {
+    }
   }
 
   // 3. Close what is left. A job still running keeps its connection object alive (not
@@ -302,7 +302,7 @@ Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
                                    SessionFactory factory, std::shared_ptr<TlsContext> tls,
                                    std::string refusal) {
   IDFORGE_ASSIGN_OR_RETURN(Endpoint parsed, parse_endpoint(endpoint));
-  std::lock_guard<std::mutex> lock(impl_->control);
+  MutexLock lock(impl_->control);
   if (impl_->state == Impl::State::kStopped) {
     return Status::Unavailable(fmt::format("{}: the server is shut down", name));
   }
@@ -338,7 +338,7 @@ Result<Endpoint> NetServer::listen(std::string_view endpoint, std::string name,
 }
 
 Status NetServer::start() {
-  std::lock_guard<std::mutex> lock(impl_->control);
+  MutexLock lock(impl_->control);
   if (impl_->state != Impl::State::kIdle) {
     return Status::InvalidArgument("NetServer::start: already started or shut down");
   }

@@ -31,7 +31,7 @@ Result<std::unique_ptr<TinyidTokens>> TinyidTokens::open(std::string_view url,
 
 TinyidTokens::~TinyidTokens() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   stop_cv_.notify_all();
@@ -39,8 +39,12 @@ TinyidTokens::~TinyidTokens() {
 }
 
 void TinyidTokens::reloader(std::chrono::milliseconds every) {
-  std::unique_lock lock(mu_);
-  while (!stop_cv_.wait_for(lock, every, [this] { return stopping_; })) {
+  MutexLock lock(mu_);
+  for (;;) {
+    const auto until = std::chrono::steady_clock::now() + every;
+    while (!stopping_ && lock.wait_until(stop_cv_, until)) {
+    }
+    if (stopping_) return;
     lock.unlock();
     (void)reload();  // the tokens read last stay in use
     lock.lock();
@@ -55,7 +59,7 @@ Status TinyidTokens::reload() {
   for (size_t i = 0; i < got.rows.size(); ++i) {
     (*next)[got.text(i, 0)].insert(got.text(i, 1));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   map_ = std::move(next);
   return Status::Ok();
 }
@@ -64,7 +68,7 @@ bool TinyidTokens::can_visit(std::string_view biz_type, std::string_view token) 
   if (biz_type.empty() || token.empty()) return false;
   std::shared_ptr<const Map> map;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     map = map_;
   }
   const auto it = map->find(token);
@@ -72,7 +76,7 @@ bool TinyidTokens::can_visit(std::string_view biz_type, std::string_view token) 
 }
 
 size_t TinyidTokens::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return map_->size();
 }
 

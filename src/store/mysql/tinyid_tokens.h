@@ -12,12 +12,12 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "core/thread_annotations.h"
 #include "idforge/status.h"
 
 namespace idforge::store {
@@ -35,22 +35,22 @@ class TinyidTokens {
   TinyidTokens& operator=(const TinyidTokens&) = delete;
 
   // Whether `token` may fetch IDs of `biz_type`. Empty ones never may.
-  bool can_visit(std::string_view biz_type, std::string_view token) const;
-  size_t size() const;  // tokens known
+  bool can_visit(std::string_view biz_type, std::string_view token) const IDFORGE_EXCLUDES(mu_);
+  size_t size() const IDFORGE_EXCLUDES(mu_);  // tokens known
   const std::string& describe() const { return shown_; }
   // Reads the table now. On failure the tokens read last stay in use.
-  Status reload();
+  Status reload() IDFORGE_EXCLUDES(mu_);
 
  private:
   struct Impl;
   TinyidTokens(std::unique_ptr<Impl> impl, std::string shown);
-  void reloader(std::chrono::milliseconds every);
+  void reloader(std::chrono::milliseconds every) IDFORGE_EXCLUDES(mu_);
 
   std::unique_ptr<Impl> impl_;
   const std::string shown_;
-  mutable std::mutex mu_;  // guards map_ and stopping_
-  std::shared_ptr<const Map> map_;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  std::shared_ptr<const Map> map_ IDFORGE_GUARDED_BY(mu_);
+  bool stopping_ IDFORGE_GUARDED_BY(mu_) = false;
   std::condition_variable stop_cv_;
   std::thread thread_;
 };

@@ -181,7 +181,7 @@ Result<Durability> pg_durability(PgClient& db, uint32_t min_replicas) {
 Status PgReplicaCheck::check(PgClient& db) {
   if (wanted_ == 0) return Status::Ok();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (good_ && std::chrono::steady_clock::now() - good_at_ < kInterval) return Status::Ok();
   }
   IDFORGE_ASSIGN_OR_RETURN(Answer got,
@@ -211,7 +211,7 @@ Status PgReplicaCheck::check(PgClient& db) {
                            "pg_stat_replication; synchronous_standby_names must name them)",
                            *synced, *senders));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   good_ = true;
   good_at_ = std::chrono::steady_clock::now();
   return Status::Ok();

@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 
+#include "core/thread_annotations.h"
 #include "idforge/segment_store.h"
 #include "store/postgres/postgres_client.h"
 
@@ -40,13 +40,13 @@ class PgReplicaCheck {
   explicit PgReplicaCheck(uint32_t wanted) : wanted_(wanted) {}
   uint32_t wanted() const { return wanted_; }
   // Ok, or Unavailable saying what is missing.
-  Status check(PgClient& db);
+  Status check(PgClient& db) IDFORGE_EXCLUDES(mu_);
 
  private:
   const uint32_t wanted_;
-  std::mutex mu_;
-  bool good_ = false;
-  std::chrono::steady_clock::time_point good_at_;
+  Mutex mu_;
+  bool good_ IDFORGE_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point good_at_ IDFORGE_GUARDED_BY(mu_);
 };
 
 }  // namespace idforge::store

@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "store/batched_calls.h"
 #include "store/store_common.h"
 #include "url/url_options.h"
@@ -111,7 +111,7 @@ class SqliteStore final : public SegmentStore {
  public:
   explicit SqliteStore(std::string path) : path_(std::move(path)) {}
 
-  Status open();
+  Status open() IDFORGE_EXCLUDES(mu_);
 
   Result<Segment> allocate(std::string_view tag, uint64_t step) override;
   Status create_tag(const TagSpec& spec) override;
@@ -128,40 +128,40 @@ class SqliteStore final : public SegmentStore {
  private:
   // An error from the last SQLite call on this connection, naming the file. A locked
   // database is worth retrying; anything else is an I/O problem.
-  Status error(int rc, std::string_view doing) const;
-  Status exec(const char* sql, std::string_view doing);
-  Result<StmtPtr> prepare(const char* sql, std::string_view doing);
-  Status bind_text(sqlite3_stmt* stmt, int index, std::string_view text);
-  Status bind_int(sqlite3_stmt* stmt, int index, int64_t value);
+  Status error(int rc, std::string_view doing) const IDFORGE_REQUIRES(mu_);
+  Status exec(const char* sql, std::string_view doing) IDFORGE_REQUIRES(mu_);
+  Result<StmtPtr> prepare(const char* sql, std::string_view doing) IDFORGE_REQUIRES(mu_);
+  Status bind_text(sqlite3_stmt* stmt, int index, std::string_view text) IDFORGE_REQUIRES(mu_);
+  Status bind_int(sqlite3_stmt* stmt, int index, int64_t value) IDFORGE_REQUIRES(mu_);
   Result<TagInfo> read_row(sqlite3_stmt* stmt);
   // Why the allocate statement matched no row: unknown tag, run out, or a bad row.
-  Status explain_refused(std::string_view tag, uint64_t step);
-  Result<TagInfo> get_tag_locked(std::string_view name);
+  Status explain_refused(std::string_view tag, uint64_t step) IDFORGE_REQUIRES(mu_);
+  Result<TagInfo> get_tag_locked(std::string_view name) IDFORGE_REQUIRES(mu_);
   // The value of `key` in idforge_meta, "" when there is none.
-  Result<std::string> meta_locked(const char* key);
+  Result<std::string> meta_locked(const char* key) IDFORGE_REQUIRES(mu_);
   // The first column of the one row `sql` returns, as text.
-  Result<std::string> pragma_locked(const char* sql);
+  Result<std::string> pragma_locked(const char* sql) IDFORGE_REQUIRES(mu_);
   // Sets every tag's max_id for adopt_identity; inside its transaction.
-  Status bump_tags_locked(const IdentityChange& change);
+  Status bump_tags_locked(const IdentityChange& change) IDFORGE_REQUIRES(mu_);
   // One allocation waiting for its batch (store/batched_calls.h).
   struct AllocateCall {
     std::string_view tag;
     uint64_t step;
     Result<Segment> result;
   };
-  void allocate_batch(std::span<AllocateCall* const> calls);
-  Result<Segment> allocate_locked(std::string_view tag, uint64_t step);
+  void allocate_batch(std::span<AllocateCall* const> calls) IDFORGE_EXCLUDES(mu_);
+  Result<Segment> allocate_locked(std::string_view tag, uint64_t step) IDFORGE_REQUIRES(mu_);
 
   const std::string path_;
   // "sqlite:DEV:INO" of the file as open() found it; "" for :memory:.
   std::string file_identity_;
-  std::mutex mu_;  // one connection, used by one thread at a time
-  DbPtr db_;
-  StmtPtr allocate_;
-  StmtPtr insert_;
-  StmtPtr select_one_;
-  StmtPtr select_all_;
-  StmtPtr set_step_;
+  Mutex mu_;  // one connection, used by one thread at a time
+  DbPtr db_ IDFORGE_GUARDED_BY(mu_);
+  StmtPtr allocate_ IDFORGE_GUARDED_BY(mu_);
+  StmtPtr insert_ IDFORGE_GUARDED_BY(mu_);
+  StmtPtr select_one_ IDFORGE_GUARDED_BY(mu_);
+  StmtPtr select_all_ IDFORGE_GUARDED_BY(mu_);
+  StmtPtr set_step_ IDFORGE_GUARDED_BY(mu_);
   BatchedCalls<AllocateCall> allocations_{kMaxAllocateBatch};
 };
 
@@ -218,6 +218,7 @@ Status SqliteStore::open() {
     }
   }
 
+  MutexLock lock(mu_);  // uncontended (the store is not shared yet), as the rule says
   sqlite3* raw = nullptr;
   // NOMUTEX: mu_ already serializes every use of the connection.
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
@@ -324,7 +325,7 @@ Result<Segment> SqliteStore::allocate(std::string_view tag, uint64_t step) {
 // the store refuses (unknown, run out) is answered so and the others commit; a failed
 // statement or commit fails them all, and none of their ranges is used.
 void SqliteStore::allocate_batch(std::span<AllocateCall* const> calls) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (calls.size() == 1) {
     calls[0]->result = allocate_locked(calls[0]->tag, calls[0]->step);
     return;
@@ -387,7 +388,7 @@ Status SqliteStore::explain_refused(std::string_view tag, uint64_t step) {
 Status SqliteStore::create_tag(const TagSpec& spec) {
   IDFORGE_RETURN_IF_ERROR(check_new_tag(spec));
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   StmtUse use(insert_.get());
   IDFORGE_RETURN_IF_ERROR(bind_text(use.get(), 1, spec.name));
   IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, static_cast<int64_t>(spec.start - 1)));
@@ -405,7 +406,7 @@ Status SqliteStore::create_tag(const TagSpec& spec) {
 }
 
 Result<std::vector<TagInfo>> SqliteStore::list_tags() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   StmtUse use(select_all_.get());
   std::vector<TagInfo> tags;
   for (;;) {
@@ -420,7 +421,7 @@ Result<std::vector<TagInfo>> SqliteStore::list_tags() {
 
 Result<TagInfo> SqliteStore::get_tag(std::string_view name) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return get_tag_locked(name);
 }
 
@@ -436,7 +437,7 @@ Result<TagInfo> SqliteStore::get_tag_locked(std::string_view name) {
 Status SqliteStore::set_step(std::string_view name, uint64_t step) {
   IDFORGE_RETURN_IF_ERROR(validate_tag_name(name));
   IDFORGE_RETURN_IF_ERROR(validate_step(step));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   StmtUse use(set_step_.get());
   IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 1, static_cast<int64_t>(step)));
   IDFORGE_RETURN_IF_ERROR(bind_int(use.get(), 2, now_unix_ms()));
@@ -469,7 +470,7 @@ Result<std::string> SqliteStore::pragma_locked(const char* sql) {
 Result<StoreIdentity> SqliteStore::identity() {
   StoreIdentity id;
   id.current = file_identity_;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   IDFORGE_ASSIGN_OR_RETURN(std::string recorded, meta_locked("identity"));
   id.recorded = std::move(recorded);
   return id;
@@ -524,7 +525,7 @@ Status SqliteStore::bump_tags_locked(const IdentityChange& change) {
 
 Result<bool> SqliteStore::adopt_identity(const IdentityChange& change) {
   if (change.adopt.empty()) return Status::InvalidArgument("the identity to adopt is empty");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // IMMEDIATE takes the write lock now: a second process adopting at the same time
   // waits here and then reads the identity this one recorded.
   IDFORGE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE", "starting a transaction"));
@@ -550,7 +551,7 @@ Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
         fmt::format("store place {} of {}: the index must be below the count", index, count));
   }
   const std::string wanted = place_text(index, count);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   {
     IDFORGE_ASSIGN_OR_RETURN(
         StmtPtr insert,
@@ -565,7 +566,7 @@ Status SqliteStore::claim_place(uint32_t index, uint32_t count) {
 }
 
 Result<Durability> SqliteStore::durability() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   IDFORGE_ASSIGN_OR_RETURN(std::string journal, pragma_locked("PRAGMA journal_mode"));
   IDFORGE_ASSIGN_OR_RETURN(std::string sync, pragma_locked("PRAGMA synchronous"));
   static constexpr const char* kLevels[] = {"off", "normal", "full", "extra"};
