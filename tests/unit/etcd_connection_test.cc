@@ -27,7 +27,9 @@ int bound_socket(bool listening, std::string* port) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof address;
   EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), len), 0);
-  if (listening) EXPECT_EQ(::listen(fd, 4), 0);
+  if (listening) {
+    EXPECT_EQ(::listen(fd, 4), 0);
+  }
   EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len), 0);
   *port = std::to_string(ntohs(address.sin_port));
   return fd;
@@ -80,6 +82,25 @@ class FakeEtcd {
 const EtcdConnection::Request kRequest{
     .host = "127.0.0.1:2379", .path = "/v3/kv/range", .body = "{}"};
 
+struct Exchanged {
+  Status status;
+  EtcdConnection::Answer answer;
+  bool answered = false;
+};
+
+// kRequest on `connection`, connected first to `port` on `host` unless open.
+Exchanged exchange(EtcdConnection* connection, const std::string& port,
+                   milliseconds timeout = milliseconds(5000),
+                   const std::string& host = "127.0.0.1") {
+  Exchanged out;
+  if (!connection->is_open()) out.status = connection->connect(host, port, milliseconds(2000));
+  if (out.status.ok()) {
+    out.answered = true;  // exchange() must clear it when nothing came
+    out.status = connection->exchange(kRequest, &out.answer, timeout, &out.answered);
+  }
+  return out;
+}
+
 TEST(EtcdConnectionTest, WritesThePostAndKeepsTheConnectionForTheNext) {
   std::string first;
   FakeEtcd etcd([&](int fd) {
@@ -89,22 +110,19 @@ TEST(EtcdConnectionTest, WritesThePostAndKeepsTheConnectionForTheNext) {
     send_text(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
   });
   EtcdConnection connection;
-  ASSERT_TRUE(connection.connect("127.0.0.1", etcd.port(), milliseconds(2000)).ok());
-  EtcdConnection::Answer answer;
-  bool answered = false;
-  Status status = connection.exchange(kRequest, &answer, milliseconds(5000), &answered);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_TRUE(answered);
-  EXPECT_EQ(answer.status, 200);
-  EXPECT_EQ(answer.body, "{\"a\":1}");
+  Exchanged one = exchange(&connection, etcd.port());
+  ASSERT_TRUE(one.status.ok()) << one.status.message();
+  EXPECT_TRUE(one.answered);
+  EXPECT_EQ(one.answer.status, 200);
+  EXPECT_EQ(one.answer.body, "{\"a\":1}");
   EXPECT_EQ(first,
             "POST /v3/kv/range HTTP/1.1\r\nHost: 127.0.0.1:2379\r\n"
             "Content-Type: application/json\r\nContent-Length: 2\r\n"
             "Connection: keep-alive\r\n\r\n{}");
   ASSERT_TRUE(connection.is_open());
-  status = connection.exchange(kRequest, &answer, milliseconds(5000), &answered);
-  ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(answer.body, "{}");
+  one = exchange(&connection, "");  // on the same connection
+  ASSERT_TRUE(one.status.ok()) << one.status.message();
+  EXPECT_EQ(one.answer.body, "{}");
 }
 
 TEST(EtcdConnectionTest, ClosesWhenTheServerSaysSo) {
@@ -113,11 +131,9 @@ TEST(EtcdConnectionTest, ClosesWhenTheServerSaysSo) {
     send_text(fd, "HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}");
   });
   EtcdConnection connection;
-  ASSERT_TRUE(connection.connect("localhost", etcd.port(), milliseconds(2000)).ok());
-  EtcdConnection::Answer answer;
-  bool answered = false;
-  ASSERT_TRUE(connection.exchange(kRequest, &answer, milliseconds(5000), &answered).ok());
-  EXPECT_EQ(answer.status, 503);
+  const Exchanged busy = exchange(&connection, etcd.port(), milliseconds(5000), "localhost");
+  ASSERT_TRUE(busy.status.ok()) << busy.status.message();
+  EXPECT_EQ(busy.answer.status, 503);
   EXPECT_FALSE(connection.is_open());
 }
 
@@ -128,14 +144,11 @@ TEST(EtcdConnectionTest, TellsACloseBeforeTheAnswerFromOneWithinIt) {
       if (some) send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{");
     });
     EtcdConnection connection;
-    ASSERT_TRUE(connection.connect("127.0.0.1", etcd.port(), milliseconds(2000)).ok());
-    EtcdConnection::Answer answer;
-    bool answered = !some;
-    const Status status = connection.exchange(kRequest, &answer, milliseconds(5000), &answered);
-    EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.message();
-    EXPECT_EQ(answered, some);
-    EXPECT_EQ(status.message(), some ? "the connection closed in the middle of the answer"
-                                     : "the connection closed before any answer");
+    const Exchanged cut = exchange(&connection, etcd.port());
+    EXPECT_EQ(cut.status.code(), StatusCode::kUnavailable) << cut.status.message();
+    EXPECT_EQ(cut.answered, some);
+    EXPECT_EQ(cut.status.message(), some ? "the connection closed in the middle of the answer"
+                                         : "the connection closed before any answer");
     EXPECT_FALSE(connection.is_open());
   }
 }
@@ -146,13 +159,10 @@ TEST(EtcdConnectionTest, TimesOutWhenNoAnswerComes) {
     read_request(fd);  // until the client gives up and closes
   });
   EtcdConnection connection;
-  ASSERT_TRUE(connection.connect("127.0.0.1", etcd.port(), milliseconds(2000)).ok());
-  EtcdConnection::Answer answer;
-  bool answered = true;
-  const Status status = connection.exchange(kRequest, &answer, milliseconds(50), &answered);
-  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(status.message(), "timed out after 50 ms");
-  EXPECT_FALSE(answered);
+  const Exchanged late = exchange(&connection, etcd.port(), milliseconds(50));
+  EXPECT_EQ(late.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(late.status.message(), "timed out after 50 ms");
+  EXPECT_FALSE(late.answered);
   EXPECT_FALSE(connection.is_open());
 }
 
@@ -176,14 +186,11 @@ TEST(EtcdConnectionTest, RefusesABadHttpAnswer) {
     send_text(fd, "SSH-2.0-OpenSSH_9.2\r\n");
   });
   EtcdConnection connection;
-  ASSERT_TRUE(connection.connect("127.0.0.1", etcd.port(), milliseconds(2000)).ok());
-  EtcdConnection::Answer answer;
-  bool answered = false;
-  const Status status = connection.exchange(kRequest, &answer, milliseconds(5000), &answered);
-  EXPECT_EQ(status.code(), StatusCode::kIoError);
-  EXPECT_EQ(status.message(),
+  const Exchanged bad = exchange(&connection, etcd.port());
+  EXPECT_EQ(bad.status.code(), StatusCode::kIoError);
+  EXPECT_EQ(bad.status.message(),
             "bad HTTP answer: not an HTTP/1.x status line: 'SSH-2.0-OpenSSH_9.2'");
-  EXPECT_TRUE(answered);
+  EXPECT_TRUE(bad.answered);
 }
 
 }  // namespace
