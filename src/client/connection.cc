@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "core/text.h"
+#include "core/socket_error.h"
 
 namespace idforge::client {
 namespace {
@@ -22,20 +22,6 @@ int ms_left(const Deadline& deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline.at - Clock::now());
   if (left.count() <= 0) return 0;
   return left.count() > 1'000'000 ? 1'000'000 : static_cast<int>(left.count());
-}
-
-// The reason a socket call failed, in the words of the other clients.
-std::string errno_reason(int err) {
-  switch (err) {
-    case ECONNREFUSED:
-      return "connection refused";
-    case ECONNRESET:
-      return "connection reset";
-    case EPIPE:
-      return "connection closed while sending";
-    default:
-      return text::errno_text(err);
-  }
 }
 
 Status closed_client() { return Status::Unavailable("the client is closed"); }
@@ -66,7 +52,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& host, ui
     const int fd =
         ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
-      last = Status::Unavailable(errno_reason(errno));
+      last = Status::Unavailable(text::socket_error_text(errno));
       continue;
     }
     std::unique_ptr<Connection> conn(new Connection(fd, wake_fd));
@@ -74,7 +60,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& host, ui
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
       if (errno != EINPROGRESS) {
-        last = Status::Unavailable(errno_reason(errno));
+        last = Status::Unavailable(text::socket_error_text(errno));
         continue;
       }
       last = conn->wait(POLLOUT, deadline);
@@ -86,7 +72,7 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& host, ui
       socklen_t len = sizeof err;
       if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       if (err != 0) {
-        last = Status::Unavailable(errno_reason(err));
+        last = Status::Unavailable(text::socket_error_text(err));
         continue;
       }
     }
@@ -109,7 +95,7 @@ Status Connection::wait(short events, const Deadline& deadline) {
     const int ready = ::poll(fds, wake_fd_ >= 0 ? 2 : 1, timeout);
     if (ready < 0) {
       if (errno == EINTR) continue;
-      return Status::Unavailable(errno_reason(errno));
+      return Status::Unavailable(text::socket_error_text(errno));
     }
     if (ready == 0) return timed_out(deadline);
     if (wake_fd_ >= 0 && fds[1].revents != 0) return closed_client();
@@ -126,7 +112,8 @@ Status Connection::send_all(std::string_view data, const Deadline& deadline) {
       continue;
     }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return Status::Unavailable(errno_reason(errno));
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return Status::Unavailable(text::socket_error_text(errno));
     IDFORGE_RETURN_IF_ERROR(wait(POLLOUT, deadline));
   }
   return Status::Ok();
@@ -153,7 +140,8 @@ Status Connection::fill(const Deadline& deadline) {
     }
     if (n == 0) return Status::Unavailable(std::string(kClosedByServer));
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return Status::Unavailable(errno_reason(errno));
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return Status::Unavailable(text::socket_error_text(errno));
     IDFORGE_RETURN_IF_ERROR(wait(POLLIN, deadline));
   }
 }

@@ -14,9 +14,6 @@
 namespace idforge::coord {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-using ErrorCode = EtcdConnection::ErrorCode;
 using nlohmann::json;
 
 constexpr std::string_view kBase64Alphabet =
@@ -280,20 +277,11 @@ EtcdClient::Attempt EtcdClient::attempt(size_t m, std::string_view path, const s
     return static_cast<int>(std::clamp<int64_t>(left, 1, most));
   };
   Attempt out;
-  http::request<http::string_body> request{http::verb::post, std::string(path), 11};
-  http::response<http::string_body> response;
-  try {
-    request.set(http::field::host, member.shown.substr(7));  // without "etcd://"
-    request.set(http::field::content_type, "application/json");
-    request.keep_alive(true);
-    request.body() = payload;
-    request.prepare_payload();
-  } catch (const std::exception& e) {
-    out.result = Status::Internal(
-        fmt::format("{}: cannot build the request to {}: {}", member.shown, path, e.what()));
-    return out;
-  }
-
+  const EtcdConnection::Request request{
+      .host = std::string_view(member.shown).substr(7),  // without "etcd://"
+      .path = path,
+      .body = payload};
+  EtcdConnection::Answer response;
   std::unique_ptr<EtcdConnection> connection = take_connection(m);
   // A kept-alive connection may have been closed by etcd (a restart) since its last
   // use; the request then fails before etcd read it, so it is sent once more on a new
@@ -301,49 +289,44 @@ EtcdClient::Attempt EtcdClient::attempt(size_t m, std::string_view path, const s
   for (int tries = 0;; ++tries) {
     const bool reused = connection->is_open();
     if (!reused) {
-      const int connect_ms = left_ms(timeouts_.connect_ms);
-      const ErrorCode ec = connection->connect(member.host, member.port, milliseconds(connect_ms));
-      if (ec) {
+      const Status connected = connection->connect(member.host, member.port,
+                                                   milliseconds(left_ms(timeouts_.connect_ms)));
+      if (!connected.ok()) {
         out.move_on = true;
         out.unsent = true;
-        out.result = Status::Unavailable(fmt::format(
-            "{}: cannot connect: {}", member.shown,
-            ec == beast::error::timeout ? fmt::format("no answer within {} ms", connect_ms)
-                                        : ec.message()));
+        out.result = Status::Unavailable(
+            fmt::format("{}: cannot connect: {}", member.shown, connected.message()));
         return out;
       }
     }
     bool answered = false;
-    const int exchange_ms = left_ms(request_ms);
-    const ErrorCode ec =
-        connection->exchange(request, &response, milliseconds(exchange_ms), &answered);
-    if (!ec) break;
-    if (reused && !answered && tries == 0 && ec != beast::error::timeout) continue;
+    const Status exchanged =
+        connection->exchange(request, &response, milliseconds(left_ms(request_ms)), &answered);
+    if (exchanged.ok()) break;
+    const bool timed_out = exchanged.code() == StatusCode::kDeadlineExceeded;
+    if (reused && !answered && tries == 0 && !timed_out) continue;
     out.move_on = true;
-    out.result = Status::Unavailable(
-        fmt::format("{}: {}: {}", member.shown, path,
-                    ec == beast::error::timeout ? fmt::format("no answer within {} ms", exchange_ms)
-                                                : ec.message()));
+    out.result =
+        Status::Unavailable(fmt::format("{}: {}: {}", member.shown, path, exchanged.message()));
     return out;
   }
   give_back(m, std::move(connection));
 
-  json answer = json::parse(response.body(), nullptr, /*allow_exceptions=*/false);
+  json answer = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) {
-    const std::string& text = response.body();
     out.result = Status::IoError(
         fmt::format("{}: {}: HTTP {} with an answer that is not JSON: '{}'", member.shown, path,
-                    response.result_int(), text.substr(0, 200)));
+                    response.status, response.body.substr(0, 200)));
     return out;
   }
-  if (response.result() == http::status::ok && !answer.contains("error")) {
+  if (response.status == 200 && !answer.contains("error")) {
     out.result = std::move(answer);
     return out;
   }
 
   // A unary call's error is {"error": text, "message": text, "code": n}; a stream's
   // (keep-alive) is {"error": {"message": text, "grpc_code": n, ...}} with HTTP 200.
-  std::string message = fmt::format("HTTP {}", response.result_int());
+  std::string message = fmt::format("HTTP {}", response.status);
   int64_t code = 0;
   const auto error = answer.find("error");
   const json& detail = error != answer.end() && error->is_object() ? *error : answer;
@@ -362,9 +345,8 @@ EtcdClient::Attempt EtcdClient::attempt(size_t m, std::string_view path, const s
       break;
     default:
       // Timeouts, a lost leader, too many requests: worth another try later.
-      out.result = code == kGrpcUnavailable || response.result_int() >= 500
-                       ? Status::Unavailable(text)
-                       : Status::IoError(text);
+      out.result = code == kGrpcUnavailable || response.status >= 500 ? Status::Unavailable(text)
+                                                                      : Status::IoError(text);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // EtcdClient: a small synchronous client for etcd v3's JSON gateway (the /v3/... paths
-// of etcd 3.4 and later), over keep-alive HTTP/1.1 connections (Boost.Beast), to any
+// of etcd 3.4 and later), over keep-alive HTTP/1.1 connections (etcd_connection.h), to any
 // member of one etcd cluster.
 //
 // No C++ etcd client is packaged in Debian, and gRPC is a large dependency for the
@@ -17,7 +17,7 @@
 // is tried first again only after Timeouts::backoff_ms.
 //
 // Every attempt is bounded: connecting by Timeouts::connect_ms, sending the request and
-// reading the whole answer by Timeouts::request_ms. A call never throws: Beast and JSON
+// reading the whole answer by Timeouts::request_ms. A call never throws: connection and JSON
 // errors become a Status here (Unavailable when etcd cannot be reached or does not
 // answer in time). Thread-safe: concurrent calls use connections of their own.
 #pragma once

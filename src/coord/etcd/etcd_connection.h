@@ -1,51 +1,71 @@
-// EtcdConnection: one keep-alive HTTP/1.1 connection to one etcd member and the
-// io_context that drives it, for EtcdClient (etcd_client.h), which owns one or more
-// per member and uses each from one thread at a time.
+// EtcdConnection: one keep-alive HTTP/1.1 connection to one etcd member, for
+// EtcdClient (etcd_client.h), which owns one or more per member and uses each from one
+// thread at a time.
 //
-// Beast's timeouts apply to asynchronous operations only, so each step starts one and
-// runs the context until it completes; tcp_stream's timer closes the socket at the
-// deadline, which completes the operation with beast::error::timeout.
+// A non-blocking socket where every step waits with poll() for what is left of its
+// deadline; the answer is read by HttpAnswerParser (http_answer.h). Errors, by what the
+// caller does with them:
+//   DeadlineExceeded  "timed out after N ms": the member is slow or gone; etcd may have
+//                     acted on the request.
+//   Unavailable       the connection failed: refused, reset, or closed by the server.
+//                     With `*answered` false on a kept-alive connection, etcd closed it
+//                     while idle and never read the request.
+//   IoError           the bytes are not an HTTP answer ("bad HTTP answer: ...").
+// Any error closes the connection.
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <string>
+#include <string_view>
+
+#include "idforge/status.h"
 
 namespace idforge::coord {
 
 class EtcdConnection {
  public:
-  using ErrorCode = boost::system::error_code;
-  using Request = boost::beast::http::request<boost::beast::http::string_body>;
-  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+  // POST `path` with the JSON `body`, to `host` (the Host header: "HOST:PORT").
+  struct Request {
+    std::string_view host;
+    std::string_view path;
+    std::string_view body;
+  };
+  struct Answer {
+    int status = 0;
+    std::string body;
+  };
 
-  bool is_open() const { return open_; }
+  EtcdConnection() = default;
+  ~EtcdConnection() { close(); }
+  EtcdConnection(const EtcdConnection&) = delete;
+  EtcdConnection& operator=(const EtcdConnection&) = delete;
 
-  // Connects within `timeout` (closing the connection held before). A host name is
-  // looked up first, which `timeout` does not bound (getaddrinfo cannot be cancelled).
-  ErrorCode connect(const std::string& host, const std::string& port,
-                    std::chrono::milliseconds timeout);
+  bool is_open() const { return fd_ >= 0; }
 
-  // Sends `request` and reads the answer into `response`, both within `timeout`.
+  // Connects within `timeout` (closing the connection held before), to the first of
+  // `host`'s addresses that accepts. A host name is looked up first, which `timeout`
+  // does not bound (getaddrinfo cannot be cancelled); an address is not looked up.
+  Status connect(const std::string& host, const std::string& port,
+                 std::chrono::milliseconds timeout);
+
+  // Sends `request` and reads the answer into `*answer`, both within `timeout`.
   // `*answered` tells whether any byte of an answer arrived (a request on a connection
-  // the server had closed did not). Any error closes the connection.
-  ErrorCode exchange(const Request& request, Response* response, std::chrono::milliseconds timeout,
-                     bool* answered);
+  // the server had closed got none). Closes when the server does not keep it alive.
+  Status exchange(const Request& request, Answer* answer, std::chrono::milliseconds timeout,
+                  bool* answered);
 
   void close();
 
  private:
-  void run();
-  ErrorCode fail(ErrorCode ec);
+  using Clock = std::chrono::steady_clock;
 
-  boost::asio::io_context ioc_{1};
-  boost::beast::tcp_stream stream_{ioc_};
-  boost::beast::flat_buffer buffer_;
-  bool open_ = false;
+  // Waits until the socket is ready for `events` (POLLIN, POLLOUT), by `deadline`.
+  Status wait(short events, Clock::time_point deadline, std::chrono::milliseconds timeout);
+  Status send_all(std::string_view bytes, Clock::time_point deadline,
+                  std::chrono::milliseconds timeout);
+  Status fail(Status status);
+
+  int fd_ = -1;
 };
 
 }  // namespace idforge::coord

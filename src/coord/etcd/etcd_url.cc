@@ -1,9 +1,11 @@
 #include "coord/etcd/etcd_url.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 
 #include <algorithm>
-#include <boost/asio/ip/address.hpp>
+#include <array>
 #include <charconv>
 #include <utility>
 
@@ -12,7 +14,23 @@
 namespace idforge::coord {
 namespace {
 
-using ErrorCode = boost::system::error_code;
+// `host` as an IP address in its one spelling ("0::1" as "::1"; an IPv6 zone,
+// "%eth0", kept as written); empty when it is not an address. `*v6` tells which.
+std::string address_spelling(std::string_view host, bool* v6) {
+  const size_t zone = host.find('%');
+  const std::string bare(host.substr(0, zone));
+  std::array<unsigned char, sizeof(in6_addr)> binary{};
+  std::array<char, INET6_ADDRSTRLEN> spelled{};
+  *v6 = bare.find(':') != std::string::npos;
+  const int family = *v6 ? AF_INET6 : AF_INET;
+  if ((zone != std::string_view::npos && (!*v6 || zone + 1 == host.size())) ||
+      ::inet_pton(family, bare.c_str(), binary.data()) != 1 ||
+      ::inet_ntop(family, binary.data(), spelled.data(), spelled.size()) == nullptr) {
+    return "";
+  }
+  return std::string(spelled.data()) +
+         std::string(zone == std::string_view::npos ? "" : host.substr(zone));
+}
 
 // `entry` ("HOST:PORT" or "[ADDR]:PORT") as a member; false with `why` otherwise.
 bool parse_member(std::string_view entry, EtcdMember* member, std::string* why) {
@@ -35,9 +53,8 @@ bool parse_member(std::string_view entry, EtcdMember* member, std::string* why) 
     port = entry.substr(colon + 1);
   }
   if (host.empty()) return *why = "no host", false;
-  ErrorCode ec;
-  const auto address = boost::asio::ip::make_address(std::string(host), ec);
-  if (ec || (bracketed && !address.is_v6())) {
+  bool v6 = false;
+  if (address_spelling(host, &v6).empty() || (bracketed && !v6)) {
     // A name: what DNS allows (letters, digits, '-', '.'), and '_' as /etc/hosts does;
     // not digits and dots alone, which the resolver would read as an address in some
     // other spelling (10.0.0.01), so a member named twice would go unnoticed.
@@ -69,9 +86,9 @@ bool parse_member(std::string_view entry, EtcdMember* member, std::string* why) 
 // The same member however it is written: a host name in any letter case, an address
 // in any of its spellings.
 std::string member_key(const EtcdMember& member) {
-  ErrorCode ec;
-  const auto address = boost::asio::ip::make_address(member.host, ec);
-  const std::string host = text::ascii_lower(ec ? member.host : address.to_string());
+  bool v6 = false;
+  const std::string address = address_spelling(member.host, &v6);
+  const std::string host = text::ascii_lower(address.empty() ? member.host : address);
   return host + " " + member.port;
 }
 
