@@ -17,9 +17,9 @@
 #include "server/service_health.h"
 #include "server/service_segments.h"
 #include "server/service_snowflake.h"
+#include "store/mysql/tinyid_tokens.h"
 #include "store/store_common.h"
 #include "store/store_set.h"
-#include "store/mysql/tinyid_tokens.h"
 #include "store/zoneinfo.h"
 
 namespace idforge::server {

@@ -111,12 +111,17 @@ local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%
 local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '?'
 local history = replid .. '/' .. run_id
 local recorded = redis.call('GET', prefix .. 'history')
+local wait
 if recorded ~= history then
   redis.call('SET', prefix .. 'history', history)
   redis.call('SET', prefix .. 'quarantine', (recorded or 'none') .. ' ' .. history .. ' ' .. token,
              'PX', ARGV[6])
+  -- Set just now: all of it. Redis 7.0 reads its clock anew for PTTL inside a script, so
+  -- a millisecond may already be gone.
+  wait = tonumber(ARGV[6])
+else
+  wait = redis.call('PTTL', prefix .. 'quarantine')
 end
-local wait = redis.call('PTTL', prefix .. 'quarantine')
 local why = ''
 if wait > 0 then why = redis.call('GET', prefix .. 'quarantine') or '' else wait = 0 end
 local function take(slot)
