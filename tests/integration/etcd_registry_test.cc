@@ -16,6 +16,7 @@
 
 #include "coord/etcd/etcd_client.h"
 #include "core/worker_registry.h"
+#include "integration/lease_revoking_proxy.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 
@@ -81,6 +82,26 @@ TEST_F(EtcdRegistryTest, ALeaseIsAKeyAttachedToAnEtcdLease) {
   EXPECT_TRUE(get(key("workers", "0")).empty());
   EXPECT_EQ(backend_->remembered("host-a:8080"), "0");
   EXPECT_EQ(backend_->mark(0), "1700000000000");
+}
+
+// A walk over the slots that outlives its grant (on a slow etcd, racing many others)
+// finds its transaction refused whole, "requested lease not found": acquire starts again
+// with a new grant, and the slot is held under that one.
+TEST_F(EtcdRegistryTest, AWalkThatOutlivesItsGrantStartsAgainWithANewGrant) {
+  const std::string url = backend_->url();
+  LeaseRevokingProxy proxy(url.substr(url.rfind(':') + 1));
+  auto reg = open_registry(RegistryKind::kEtcd, "etcd://127.0.0.1:" + proxy.port(),
+                           registry_options(backend_->cluster(), 5000));
+  ASSERT_TRUE(reg);
+  Result<Lease> lease = reg->acquire("host-a:8080");
+  ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+  ASSERT_FALSE(proxy.revoked().empty());
+  EXPECT_NE(lease->token, proxy.revoked());
+  const auto worker = get(key("workers", std::to_string(lease->slot)));
+  ASSERT_EQ(worker.size(), 1u);
+  EXPECT_EQ(std::to_string(worker[0].lease), lease->token);
+  EXPECT_TRUE(reg->release(*lease).ok());
+  reg.reset();  // before the proxy: its connections end with the registry's
 }
 
 TEST_F(EtcdRegistryTest, ATokenThatIsNotAnEtcdLeaseIdIsRefused) {
