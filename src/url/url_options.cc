@@ -13,7 +13,9 @@ std::string redact_url(std::string_view url) {
   const size_t scheme = out.find("://");
   if (scheme != std::string::npos) {
     const size_t start = scheme + 3;
-    const size_t end = out.find_first_of("/?", start);
+    // The last '@' before the query ends the credentials, whatever characters the
+    // password holds ('/' included: a URL that does not parse is shown in its error).
+    const size_t end = out.find('?', start);
     const size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
     if (at != std::string::npos && at > start) {
       const size_t colon = out.find(':', start);
