@@ -22,16 +22,13 @@
 #include <string_view>
 
 #include "idforge/status.h"
+#include "tcp/tcp_socket.h"
 
 namespace idforge::client {
 
-using Clock = std::chrono::steady_clock;
-
+using Clock = tcp::Clock;
 // When one request must be done, and its timeout for the message.
-struct Deadline {
-  Clock::time_point at;
-  int64_t timeout_ms = 0;
-};
+using Deadline = tcp::Deadline;
 
 class Connection {
  public:
@@ -58,19 +55,15 @@ class Connection {
   bool reusable = true;    // false once the server said it closes the connection
 
  private:
-  Connection(int fd, int wake_fd) : fd_(fd), wake_fd_(wake_fd) {}
-  // Waits until the socket is ready for `events` (POLLIN, POLLOUT).
-  Status wait(short events, const Deadline& deadline);
+  explicit Connection(tcp::TcpSocket socket) : socket_(std::move(socket)) {}
   // One recv() into the buffer; Unavailable at the server's close.
   Status fill(const Deadline& deadline);
 
-  int fd_ = -1;
-  int wake_fd_ = -1;
+  tcp::TcpSocket socket_;
   std::string buf_;
   size_t pos_ = 0;  // buf_[pos_..] is unread
 };
 
-// "timed out after N ms".
-Status timed_out(const Deadline& deadline);
+using tcp::timed_out;  // "timed out after N ms"
 
 }  // namespace idforge::client

@@ -2,7 +2,7 @@
 // EtcdClient (etcd_client.h), which owns one or more per member and uses each from one
 // thread at a time.
 //
-// A non-blocking socket where every step waits with poll() for what is left of its
+// A TcpSocket (tcp/tcp_socket.h) where every step waits for what is left of its
 // deadline; the answer is read by HttpAnswerParser (http_answer.h). Errors, by what the
 // caller does with them:
 //   DeadlineExceeded  "timed out after N ms": the member is slow or gone; etcd may have
@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "idforge/status.h"
+#include "tcp/tcp_socket.h"
 
 namespace idforge::coord {
 
@@ -40,7 +41,7 @@ class EtcdConnection {
   EtcdConnection(const EtcdConnection&) = delete;
   EtcdConnection& operator=(const EtcdConnection&) = delete;
 
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return socket_.is_open(); }
 
   // Connects within `timeout` (closing the connection held before), to the first of
   // `host`'s addresses that accepts. A host name is looked up first, which `timeout`
@@ -57,15 +58,9 @@ class EtcdConnection {
   void close();
 
  private:
-  using Clock = std::chrono::steady_clock;
-
-  // Waits until the socket is ready for `events` (POLLIN, POLLOUT), by `deadline`.
-  Status wait(short events, Clock::time_point deadline, std::chrono::milliseconds timeout);
-  Status send_all(std::string_view bytes, Clock::time_point deadline,
-                  std::chrono::milliseconds timeout);
   Status fail(Status status);
 
-  int fd_ = -1;
+  tcp::TcpSocket socket_;
 };
 
 }  // namespace idforge::coord
