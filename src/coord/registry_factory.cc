@@ -181,12 +181,7 @@ std::string registry_url_forms() {
       if (!form.empty()) forms.push_back(fmt::format("{}{}", kind.scheme, form));
     }
   }
-  std::string out;
-  for (size_t i = 0; i < forms.size(); ++i) {
-    if (i > 0) out += i + 1 == forms.size() ? " or " : ", ";
-    out += forms[i];
-  }
-  return out + ", each optionally with ?ttl_ms=N&cluster=NAME";
+  return text::join_alternatives(forms) + ", each optionally with ?ttl_ms=N&cluster=NAME";
 }
 
 std::string describe_registry_kinds() {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -63,5 +64,8 @@ bool parse_int(std::string_view text, Int* out) {
 
 // The message strerror() gives for `err` (by default errno), for an error message.
 std::string errno_text(int err = errno);
+
+// "a, b or c": the choices an error or a help text lists.
+std::string join_alternatives(std::span<const std::string> items);
 
 }  // namespace idforge::text

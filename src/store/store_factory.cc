@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
+#include "core/text.h"
 #include "store/mysql/mysql_store.h"
 #include "store/postgres/postgres_store.h"
 #include "store/redis/redis_store.h"
@@ -47,13 +49,9 @@ const StoreKind* find_store_kind(std::string_view url) {
 }
 
 std::string store_url_forms() {
-  std::string out;
-  const size_t n = std::size(kKinds);
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0) out += i + 1 == n ? " or " : ", ";
-    out += fmt::format("{}{}", kKinds[i].scheme, kKinds[i].form);
-  }
-  return out;
+  std::vector<std::string> forms;
+  for (const StoreKind& kind : kKinds) forms.push_back(fmt::format("{}{}", kind.scheme, kind.form));
+  return text::join_alternatives(forms);
 }
 
 std::string store_url_form(std::string_view name) {
