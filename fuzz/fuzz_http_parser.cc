@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "fuzz_support.h"
-#include "server/http_parser.h"
-#include "server/http_reply.h"
+#include "server/http/http_parser.h"
+#include "server/http/http_reply.h"
 
 namespace idforge::fuzz {
 namespace {

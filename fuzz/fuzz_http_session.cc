@@ -17,8 +17,8 @@
 
 #include "fuzz_service.h"
 #include "fuzz_support.h"
-#include "server/http_parser.h"
-#include "server/http_session.h"
+#include "server/http/http_parser.h"
+#include "server/http/http_session.h"
 
 namespace idforge::fuzz {
 namespace {

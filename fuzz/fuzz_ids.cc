@@ -23,7 +23,7 @@
 #include "idforge/time_format.h"
 #include "idforge/ulid.h"
 #include "idforge/uuid.h"
-#include "server/id_service.h"
+#include "server/service/id_service.h"
 
 namespace idforge::fuzz {
 namespace {

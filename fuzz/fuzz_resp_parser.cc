@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz_support.h"
-#include "server/resp_parser.h"
+#include "server/resp/resp_parser.h"
 
 namespace idforge::fuzz {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "fuzz_service.h"
 #include "fuzz_support.h"
-#include "server/resp_parser.h"
-#include "server/resp_session.h"
+#include "server/resp/resp_parser.h"
+#include "server/resp/resp_session.h"
 
 namespace idforge::fuzz {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "fuzz_support.h"
 #include "idforge/segment_store.h"
-#include "server/id_service.h"
 #include "server/net/session.h"
+#include "server/service/id_service.h"
 
 namespace idforge::fuzz {
 

@@ -1,4 +1,4 @@
-// Our HTTP/1.1 request parser (src/server/http_parser.h) against Boost.Beast's on the
+// Our HTTP/1.1 request parser (src/server/http/http_parser.h) against Boost.Beast's on the
 // same requests, in the same run (tracker issue 14). Items are requests.
 //
 //   ours                  HttpRequestParser, one per connection; views into the input
@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/http_parser.h"
+#include "server/http/http_parser.h"
 
 namespace {
 

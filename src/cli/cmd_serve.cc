@@ -1,20 +1,16 @@
-// `idforge serve`: the ID server. Loads the configuration (serve_config.h), starts the
-// IdService (stores, worker lease), the HTTP and RESP listeners on one NetServer, prints
-// where it listens, and runs until SIGTERM or SIGINT; then stops accepting, lets
-// in-flight requests finish and releases the lease.
+// `idforge serve`: the ID server's command. Loads the configuration (serve_config.h),
+// starts the server assembled (src/server/app/server_app.h: the IdService, the HTTP and
+// RESP listeners), prints where it listens, and runs until SIGTERM or SIGINT
+// (serve_signals.h); then stops accepting, lets in-flight requests finish and releases
+// the lease.
 #include <fmt/format.h>
-#include <pthread.h>
-#include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,13 +21,8 @@
 #include "config/serve_config.h"
 #include "config/serve_settings.h"
 #include "log/log.h"
-#include "server/auth.h"
-#include "server/http_session.h"
-#include "server/id_service.h"
-#include "server/net/net_server.h"
-#include "server/net/tls_context.h"
-#include "server/resp_session.h"
-#include "server/systemd_notify.h"
+#include "server/app/serve_signals.h"
+#include "server/app/server_app.h"
 
 namespace idforge::cli {
 namespace {
@@ -44,7 +35,6 @@ using config::load_serve_config;
 using config::serve_settings;
 using config::ServeConfig;
 using config::ServeSources;
-using config::setting_subject;
 using config::SettingInfo;
 using config::settings_for_log;
 using config::TextSetting;
@@ -124,28 +114,6 @@ std::vector<TextSetting> given_flags(const CLI::App& cmd) {
   return given;
 }
 
-// A listener that could not start, named by the setting that chose its address.
-int listen_failed(const ServeConfig& config, std::string_view key, const Status& status) {
-  std::string_view message = status.message();
-  // NetServer prefixes the listener's name, which the setting's name replaces.
-  const std::string prefix = fmt::format("{}: ", key);
-  if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
-  print_error(fmt::format("{}: {}", setting_subject(config, key), message));
-  return kExitFailure;
-}
-
-// Releases the lease; a failure is worth a line, since the slot then stays taken until
-// its TTL runs out.
-int stop_service(server::IdService& service, int status) {
-  Status stopped = service.stop();
-  if (!stopped.ok()) {
-    log::error("serve.lease_release_failed", {{"error", stopped.message()}});
-    if (status == kExitOk) status = kExitFailure;
-  }
-  log::info("serve.stopped", {{"exit_status", status}});
-  return status;
-}
-
 // The start-up line: every effective setting (secrets masked) and, in `from`, where each
 // one that is not at its default came from.
 void log_settings(const ServeConfig& config) {
@@ -164,275 +132,37 @@ void log_settings(const ServeConfig& config) {
   log::write(log::Level::kInfo, "serve.settings", fields);
 }
 
-// What SIGHUP re-reads (docs/operations.md, "Security"): the certificate and the tokens.
-// Loaded before the service starts, so a bad file fails at once, before a lease is taken.
-struct Security {
-  std::shared_ptr<server::TlsContext> tls;  // null: plain TCP
-  std::shared_ptr<server::Auth> auth;       // null: no tokens
-};
-
-Result<Security> load_security(const ServeConfig& config) {
-  Security security;
-  if (!config.tls_cert.empty()) {
-    Result<std::shared_ptr<server::TlsContext>> tls =
-        server::TlsContext::load({config.tls_cert, config.tls_key, config.tls_client_ca});
-    if (!tls.ok()) {
-      // The message starts with the setting at fault ("tls_key /k.pem: ..."): named as
-      // the user gave it (--tls-key, IDFORGE_TLS_KEY or FILE:LINE).
-      const Status status = tls.status();  // a copy: the view below points into it
-      std::string_view message = status.message();
-      std::string_view key = "tls_cert";
-      for (std::string_view k : {"tls_cert", "tls_key", "tls_client_ca"}) {
-        if (message.starts_with(k) && message.substr(k.size()).starts_with(' ')) {
-          key = k;
-          message.remove_prefix(k.size() + 1);
-        }
-      }
-      return Status::InvalidArgument(fmt::format("{}: {}", setting_subject(config, key), message));
-    }
-    security.tls = std::move(tls).value();
-  }
-  if (!config.tokens_file.empty()) {
-    Result<std::shared_ptr<server::Auth>> auth = server::Auth::load(config.tokens_file);
-    if (!auth.ok()) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {}", setting_subject(config, "tokens_file"), auth.status().message()));
-    }
-    security.auth = std::move(auth).value();
-  }
-  return security;
-}
-
-// SIGHUP: each part is re-read on its own; a part that fails keeps what it had.
-void reload_security(const Security& security) {
-  if (!security.tls && !security.auth) {
-    log::info("serve.reload", {{"result", "nothing to re-read: no tls_cert, no tokens_file"}});
-    return;
-  }
-  if (security.tls) {
-    const Status reloaded = security.tls->reload();
-    if (reloaded.ok()) {
-      log::info("tls.reloaded", {{"cert", security.tls->files().cert}});
-    } else {
-      log::error("tls.reload_failed",
-                 {{"error", reloaded.message()}, {"kept", "the certificate loaded before"}});
-    }
-  }
-  if (security.auth) {
-    const Status reloaded = security.auth->reload();
-    if (reloaded.ok()) {
-      log::info("tokens.reloaded", {{"tokens", security.auth->token_count()}});
-    } else {
-      log::error("tokens.reload_failed",
-                 {{"error", reloaded.message()}, {"kept", "the tokens loaded before"}});
-    }
-  }
-}
-
-bool is_loopback(const server::Endpoint& endpoint) {
-  const std::string& host = endpoint.host;
-  return host == "localhost" || host == "::1" || host.starts_with("127.");
-}
-
-// One line per listener that others can reach without TLS or without tokens: the
-// defaults listen on loopback, so this is a choice an operator should see made.
-void warn_if_exposed(std::string_view key, const server::Endpoint& endpoint, bool tls,
-                     bool tokens) {
-  if (is_loopback(endpoint) || (tls && tokens)) return;
-  std::string_view risk = !tokens ? "no tokens_file: anyone who reaches it may issue every kind "
-                                    "of ID and read every tag's counts"
-                                  : "no TLS: tokens and IDs cross the network in clear text";
-  log::warn("serve.exposed", {{"listener", key},
-                              {"address", endpoint.to_string()},
-                              {"tls", tls ? "on" : "off"},
-                              {"tokens", tokens ? "on" : "off"},
-                              {"risk", risk}});
-}
-
-// A listener's line on stdout (scripts and tests read them) and its URL.
-std::string listener_url(std::string_view scheme, const server::Endpoint& endpoint,
-                         std::string_view tail) {
-  return fmt::format("{}://{}{}", scheme, endpoint.to_string(), tail);
-}
-
-// What a connection refused over limits.max_connections is told before it is closed:
-// Redis's own words, and an HTTP 503 a load balancer retries elsewhere.
-constexpr const char* kRespRefusal = "-ERR max number of clients reached\r\n";
-constexpr const char* kHttpRefusal =
-    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
-    "Connection: close\r\nRetry-After: 1\r\n\r\nmax number of clients reached\n";
-
-// Descriptors kept for the server's own work whatever the clients hold: high-water
-// marks, served marks and fleet records being written, store and coordinator
-// connections, SQLite's files, the log (Redis keeps 32; idforge has more of its own).
-constexpr size_t kReservedFds = 128;
-
-// Raises the soft limit on open files to the hard one (as Redis does), then caps the
-// client connections so that they can never take the descriptors the server needs for
-// its own work: with every descriptor held by clients, marks could not be written and
-// leases not renewed, and Snowflake would stop for everyone.
-size_t connections_within_fd_limit(size_t wanted) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
-  if (limit.rlim_cur < limit.rlim_max) {
-    const rlim_t before = limit.rlim_cur;
-    limit.rlim_cur = limit.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-      log::info("serve.fd_limit_raised", {{"from", static_cast<uint64_t>(before)},
-                                          {"to", static_cast<uint64_t>(limit.rlim_cur)}});
-    } else {
-      limit.rlim_cur = before;
-    }
-  }
-  if (limit.rlim_cur == RLIM_INFINITY) return wanted;
-  const size_t usable = limit.rlim_cur > kReservedFds * 2
-                            ? static_cast<size_t>(limit.rlim_cur) - kReservedFds
-                            : static_cast<size_t>(limit.rlim_cur) / 2;
-  if (wanted <= usable) return wanted;
-  log::warn("serve.max_connections_capped",
-            {{"max_connections", static_cast<uint64_t>(wanted)},
-             {"capped_to", static_cast<uint64_t>(usable)},
-             {"fd_limit", static_cast<uint64_t>(limit.rlim_cur)},
-             {"reserved", static_cast<uint64_t>(kReservedFds)},
-             {"message",
-              "limits.max_connections is above what the open-file limit leaves once "
-              "the server's own descriptors are kept; raise the limit (LimitNOFILE= "
-              "in the unit, ulimit -n) to allow more"}});
-  return usable;
-}
-
+// The server assembled (src/server/app/server_app.h), run until SIGTERM or SIGINT.
 int serve(const ServeConfig& config) {
-  // Block the signals before any thread exists: threads inherit the mask, so the signals
-  // stay pending for sigwait() below instead of interrupting a random thread. A parent
-  // may have left them ignored (a non-interactive shell's background job), and an
-  // ignored signal is discarded before sigwait could see it.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigset_t signals = stop_signals;
-  sigaddset(&signals, SIGHUP);  // re-read certificate and tokens
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
-  // A client that goes away mid-answer must not end the server.
-  std::signal(SIGPIPE, SIG_IGN);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  Result<Security> loaded = load_security(config);
-  if (!loaded.ok()) {
-    print_error(loaded.status().message());
-    return kExitUsage;
-  }
-  const Security security = std::move(loaded).value();
-
-  // docs/operations.md, "Worker ids": the identity is host:port unless configured, so a restarted
-  // server gets its old slot back and two servers on one host keep theirs apart.
-  server::ServiceConfig service_config = config.service;
-  if (service_config.identity.empty()) {
-    Result<server::Endpoint> endpoint = server::parse_endpoint(config.http);
-    if (endpoint.ok() && endpoint->port != 0) {
-      service_config.identity = fmt::format("{}:{}", host_name(), endpoint->port);
+  // Before any thread exists, so every thread inherits the blocked signals.
+  const server::ServeSignals signals = server::ServeSignals::block();
+  server::StartStep failed_at = server::StartStep::kSecurity;
+  Result<std::unique_ptr<server::ServerApp>> started = server::ServerApp::start(config, &failed_at);
+  if (!started.ok()) {
+    switch (failed_at) {
+      case server::StartStep::kSecurity:
+        print_error(started.status().message());
+        return kExitUsage;
+      case server::StartStep::kService:
+        return fail(started.status());
+      case server::StartStep::kListeners:
+        print_error(started.status().message());
+        log::info("serve.stopped", {{"exit_status", kExitFailure}});
+        return kExitFailure;
     }
   }
-  Result<std::unique_ptr<server::IdService>> started =
-      server::IdService::start(std::move(service_config));
-  if (!started.ok()) return fail(started.status());
-  std::unique_ptr<server::IdService> service = std::move(started).value();
-
-  server::HttpOptions http_options;
-  http_options.auth = security.auth;
-  http_options.limits.rate = static_cast<double>(config.connection_rate);
-  http_options.limits.burst = static_cast<uint32_t>(config.connection_burst);
-  server::RespOptions resp_options;
-  resp_options.auth = security.auth;
-  resp_options.limits = http_options.limits;
-  const bool tls = security.tls != nullptr;
-  const bool tokens = security.auth != nullptr;
-
-  // Declared after the service, so destroyed before it: sessions call the service.
-  server::NetOptions net_options = config.net;
-  net_options.max_connections = connections_within_fd_limit(net_options.max_connections);
-  net_options.on_refused = [s = service.get()] { s->metrics().record_connection_refused(); };
-  server::NetServer net(net_options);
-  struct Listening {
-    std::string_view key;
-    server::Endpoint endpoint;
-    bool tls;
-  };
-  std::vector<Listening> listening;
-  struct ListenerSetting {
-    std::string_view key;
-    const std::string& address;
-    bool is_http;
-    bool plain;  // never TLS: the plain listeners beside TLS ones
-  };
-  const ListenerSetting listeners[] = {{"http", config.http, true, false},
-                                       {"resp", config.resp, false, false},
-                                       {"plain_http", config.plain_http, true, true},
-                                       {"plain_resp", config.plain_resp, false, true}};
-  for (const auto& [key, address, is_http, plain] : listeners) {
-    if (address.empty()) continue;
-    Result<server::Endpoint> bound =
-        net.listen(address, std::string(key),
-                   is_http ? server::make_http_session_factory(*service, http_options)
-                           : server::make_resp_session_factory(*service, resp_options),
-                   plain ? nullptr : security.tls, is_http ? kHttpRefusal : kRespRefusal);
-    if (!bound.ok()) return stop_service(*service, listen_failed(config, key, bound.status()));
-    listening.push_back({key, *bound, tls && !plain});
-  }
-  Status running = net.start();
-  if (!running.ok()) {
-    print_error(running.message());
-    return stop_service(*service, kExitFailure);
-  }
-
-  // Scripts and tests read these lines for the bound ports (port 0 picks one).
-  std::vector<log::Field> fields;
-  std::vector<std::string> urls;
-  for (const Listening& l : listening) {
-    const bool is_http = l.key.ends_with("http");
-    const std::string url = is_http ? listener_url(l.tls ? "https" : "http", l.endpoint, "/")
-                                    : listener_url(l.tls ? "rediss" : "redis", l.endpoint, "");
-    fmt::print("idforge serve: {} {}\n", l.key, url);
-    urls.push_back(url);
+  server::ServerApp& app = **started;
+  // Scripts and tests read these lines for the bound ports (port 0 picks one), and
+  // systemd is told READY only once they are written.
+  for (const server::AppListener& l : app.listeners()) {
+    fmt::print("idforge serve: {} {}\n", l.key, l.url);
   }
   std::fflush(stdout);
-  for (size_t i = 0; i < listening.size(); ++i) fields.push_back({listening[i].key, urls[i]});
-  fields.push_back({"tls", tls ? "on" : "off"});
-  fields.push_back({"tokens", tokens ? "on" : "off"});
-  log::write(log::Level::kInfo, "serve.listening", fields);
-  for (const Listening& l : listening) warn_if_exposed(l.key, l.endpoint, l.tls, tokens);
-  // Under systemd (Type=notify): started, and the watchdog if the unit has WatchdogSec=;
-  // no-ops otherwise (server/systemd_notify.h).
-  server::notify_ready(fmt::format("serving {}", fmt::join(urls, " and ")));
-  std::unique_ptr<server::Watchdog> watchdog = server::start_systemd_watchdog(net, *service);
-
-  int signal = 0;
-  while (true) {
-    if (sigwait(&signals, &signal) != 0) continue;
-    if (signal != SIGHUP) break;
-    reload_security(security);
-  }
-  log::info("serve.stopping", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"},
-                               {"grace_ms", config.shutdown_grace_ms}});
-  // A second signal means the operator will not wait for the grace period or a slow
-  // coordinator; the lease then expires by its TTL.
-  std::thread([stop_signals] {
-    int again = 0;
-    while (sigwait(&stop_signals, &again) != 0) {
-    }
-    log::error("serve.abandoned",
-               {{"reason",
-                 "second signal: exiting without finishing requests or releasing the "
-                 "lease"}});
-    std::_Exit(kExitFailure);
-  }).detach();
-
-  // systemd expects no ping once stopping, and the loops are about to stop.
-  watchdog.reset();
-  server::notify_stopping("shutting down: finishing requests, releasing the worker lease");
-  net.shutdown(std::chrono::milliseconds(config.shutdown_grace_ms));
-  log::info("serve.drained", {{"next", "releasing the worker lease"}});
-  return stop_service(*service, kExitOk);
+  app.ready();
+  signals.wait(app);
+  const int status = app.stop().ok() ? kExitOk : kExitFailure;
+  log::info("serve.stopped", {{"exit_status", status}});
+  return status;
 }
 
 int run_serve(const CLI::App& cmd, const ServeFlags& flags) {

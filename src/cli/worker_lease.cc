@@ -1,11 +1,9 @@
 #include "cli/worker_lease.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <climits>
 
 #include "coord/registry_factory.h"
+#include "server/service/id_service.h"
 
 namespace idforge::cli {
 
@@ -25,15 +23,9 @@ void add_registry_flags(CLI::App& cmd, RegistryFlags& flags, bool required, bool
   }
 }
 
-std::string host_name() {
-  char host[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
-  return host;
-}
-
 std::string identity_of(const RegistryFlags& flags) {
   if (flags.identity) return *flags.identity;
-  return host_name() + ":cli";
+  return server::host_name() + ":cli";
 }
 
 }  // namespace idforge::cli

@@ -24,8 +24,6 @@ struct RegistryFlags {
 // Registers --registry (and --identity when with_identity); `flags` must outlive `cmd`.
 void add_registry_flags(CLI::App& cmd, RegistryFlags& flags, bool required, bool with_identity);
 
-// This machine's host name ("localhost" if it has none).
-std::string host_name();
 // The --identity value, or "<hostname>:cli".
 std::string identity_of(const RegistryFlags& flags);
 

@@ -415,7 +415,7 @@ Result<FetchedIds> Endpoint::resp(Connection& conn, Kind kind, std::string_view 
   IDFORGE_ASSIGN_OR_RETURN(RespReply reply, read_reply(conn, deadline, 0));
 
   if (reply.type == '-') {
-    // "ERR not_found: unknown tag 'x' ..." (src/server/resp_reply.cc).
+    // "ERR not_found: unknown tag 'x' ..." (src/server/resp/resp_reply.cc).
     const std::string_view text = reply.text;
     if (text.starts_with("ERR ")) {
       const std::string_view rest = text.substr(4);

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "idforge/status.h"
-#include "server/id_service.h"
 #include "server/net/net_server.h"
+#include "server/service/service_config.h"
 
 namespace idforge::config {
 

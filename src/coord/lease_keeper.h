@@ -137,7 +137,7 @@ class LeaseKeeper {
   // at least every kRoundEvery, even while idle or lost, and after every renew (which
   // the registries bound to a few seconds), so a keeper whose coordinator is down still
   // comes round (failing), while a stuck thread stops doing so: the server's systemd
-  // watchdog (src/server/systemd_notify.h) tells the two apart by this. Never blocks
+  // watchdog (src/server/app/systemd_notify.h) tells the two apart by this. Never blocks
   // (an atomic: no lock a stuck thread might hold).
   static constexpr std::chrono::milliseconds kRoundEvery{1000};
   std::chrono::steady_clock::time_point last_round() const;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "integration/services.h"
-#include "server/id_service.h"
+#include "server/service/id_service.h"
 
 namespace idforge::integration {
 namespace {

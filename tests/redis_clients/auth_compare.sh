@@ -2,7 +2,7 @@
 # idforge's RESP answers about authentication beside a real redis-server 7's: the same
 # command sequences go to both through redis-cli, one connection per sequence, and the
 # answers must be the same (integers are compared as integers only: the two count
-# differently). src/server/resp_auth.cc says which answers are Redis's words.
+# differently). src/server/resp/resp_auth.cc says which answers are Redis's words.
 #
 #   1. no tokens / no password: AUTH SECRET, AUTH USER SECRET, HELLO 3 AUTH, wrong arity
 #   2. a tokens file / requirepass and an ACL user: NOAUTH before AUTH (HELLO's own

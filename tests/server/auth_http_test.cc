@@ -1,4 +1,4 @@
-// Tokens and limits on the HTTP routes (server/http_auth.h): 401 and 403 with their
+// Tokens and limits on the HTTP routes (server/http/http_auth.h): 401 and 403 with their
 // WWW-Authenticate challenges for each route's scope, the routes that need no token,
 // the admin token beside the tokens file, Tinyid's ?token=, 429 for each limit, a
 // token revoked by a reload on an open connection, and the metrics.
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "log/log.h"
-#include "server/auth.h"
-#include "server/http_session.h"
+#include "server/auth/auth.h"
+#include "server/http/http_session.h"
 #include "server/http_test_support.h"
 #include "server/net/access_log.h"
 

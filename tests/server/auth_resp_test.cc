@@ -1,4 +1,4 @@
-// Tokens and limits over RESP (server/resp_auth.cc): Redis 7's NOAUTH, WRONGPASS and
+// Tokens and limits over RESP (server/resp/resp_auth.cc): Redis 7's NOAUTH, WRONGPASS and
 // NOPERM in Redis's order, AUTH and HELLO AUTH, MULTI with a command outside the
 // token's scope, a token revoked (the connection closed) or narrowed by a reload on an
 // open connection, the limits, and AUTH without tokens. The texts are those of a real
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "log/log.h"
-#include "server/auth.h"
+#include "server/auth/auth.h"
 #include "server/net/access_log.h"
-#include "server/resp_session.h"
+#include "server/resp/resp_session.h"
 #include "server/resp_test_support.h"
 
 namespace idforge::server {

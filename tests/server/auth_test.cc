@@ -1,7 +1,7 @@
-// The tokens file and the token table (server/auth.h, server/auth_tokens.h): parsing and
+// The tokens file and the token table (server/auth/auth.h, server/auth/auth_tokens.h): parsing and
 // its errors, scopes, lookup, reload, and the limits (rate on a hand-driven clock,
 // in_flight, max_ids). No sleeps, no timing.
-#include "server/auth.h"
+#include "server/auth/auth.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "log/log.h"
-#include "server/auth_tokens.h"
-#include "server/rate_limit.h"
+#include "server/auth/auth_tokens.h"
+#include "server/auth/rate_limit.h"
 
 namespace idforge::server {
 namespace {

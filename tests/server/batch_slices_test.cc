@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "server/http_session.h"
+#include "server/http/http_session.h"
 #include "server/http_test_support.h"
-#include "server/id_service.h"
-#include "server/resp_session.h"
+#include "server/resp/resp_session.h"
 #include "server/resp_test_support.h"
+#include "server/service/id_service.h"
 
 namespace idforge::server {
 namespace {

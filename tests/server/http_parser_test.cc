@@ -1,6 +1,6 @@
 // The HTTP request parser alone: whole requests, any split of the bytes, pipelining,
 // every limit and error status, percent-decoding and query strings, and junk.
-#include "server/http_parser.h"
+#include "server/http/http_parser.h"
 
 #include <gtest/gtest.h>
 

@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/http_session.h"
-#include "server/id_service.h"
-#include "server/metrics.h"
+#include "server/http/http_session.h"
+#include "server/service/id_service.h"
+#include "server/service/metrics.h"
 
 namespace idforge::server::http_test {
 

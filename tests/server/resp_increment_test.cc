@@ -1,4 +1,4 @@
-// INCR, INCRBY and the refused increments over RESP (src/server/resp_increment.cc),
+// INCR, INCRBY and the refused increments over RESP (src/server/resp/resp_increment.cc),
 // against a real IdService: INCRBY answers the last of n contiguous IDs, also when they
 // span ranges fetched while the request waits, and refuses with ID.NEXT's name when the
 // IDs are not contiguous (striped stores; a range another server took in between).
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/id_service.h"
-#include "server/resp_session.h"
+#include "server/resp/resp_session.h"
 #include "server/resp_test_support.h"
+#include "server/service/id_service.h"
 
 namespace idforge::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/resp_parser.h"
+#include "server/resp/resp_parser.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The RESP session against a real IdService (SQLite store, static worker id) in a
 // temporary directory, driven with plain strings as the network runtime would.
-#include "server/resp_session.h"
+#include "server/resp/resp_session.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,8 +16,8 @@
 
 #include "idforge/ulid.h"
 #include "idforge/uuid.h"
-#include "server/id_service.h"
 #include "server/resp_test_support.h"
+#include "server/service/id_service.h"
 
 namespace idforge::server {
 namespace {

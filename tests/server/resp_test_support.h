@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "idforge/segment_store.h"
-#include "server/id_service.h"
-#include "server/resp_session.h"
+#include "server/resp/resp_session.h"
+#include "server/service/id_service.h"
 
 namespace idforge::server::resp_test {
 

@@ -1,4 +1,4 @@
-// MULTI, EXEC and DISCARD over RESP (src/server/resp_transaction.cc), answered as Redis
+// MULTI, EXEC and DISCARD over RESP (src/server/resp/resp_transaction.cc), answered as Redis
 // 7 answers them (the expected texts were taken from redis-server 7.0), against a real
 // IdService, including an EXEC whose queued commands must wait on the store.
 #include <gmock/gmock.h>
@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "server/id_service.h"
-#include "server/metrics.h"
-#include "server/resp_session.h"
+#include "server/resp/resp_session.h"
 #include "server/resp_test_support.h"
+#include "server/service/id_service.h"
+#include "server/service/metrics.h"
 
 namespace idforge::server {
 namespace {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "log/log.h"
-#include "server/http_json.h"
-#include "server/id_service.h"
+#include "server/http/http_json.h"
+#include "server/service/id_service.h"
 #include "store/store_set.h"
 
 namespace idforge::server {

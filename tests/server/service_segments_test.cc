@@ -1,7 +1,7 @@
 // SegmentPart over in-memory stores whose calls can be held at a gate, as a store that
 // hangs holds them: a load, an admin call or a probe stuck on one store or one tag must
 // hold up nothing else.
-#include "server/service_segments.h"
+#include "server/service/service_segments.h"
 
 #include <gtest/gtest.h>
 

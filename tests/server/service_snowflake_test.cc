@@ -1,7 +1,7 @@
 // SnowflakePart on a local lease in a temporary directory: its own thread keeps the
 // time reservation ahead of the clock with no request asking, and readiness follows the
 // lease.
-#include "server/service_snowflake.h"
+#include "server/service/service_snowflake.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

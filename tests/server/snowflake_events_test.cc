@@ -1,7 +1,7 @@
-// SnowflakeEvents (server/snowflake_events.h) on a generator whose counters and gauges the
+// SnowflakeEvents (server/service/snowflake_events.h) on a generator whose counters and gauges the
 // test sets: each change of state gives one line, repeats are counted, and nothing is
 // written while nothing changes.
-#include "server/snowflake_events.h"
+#include "server/service/snowflake_events.h"
 
 #include <gtest/gtest.h>
 

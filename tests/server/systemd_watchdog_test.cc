@@ -1,4 +1,4 @@
-// The systemd watchdog of `idforge serve` (server/systemd_notify.h): it pings every half
+// The systemd watchdog of `idforge serve` (server/app/systemd_notify.h): it pings every half
 // interval while its checks pass and stops, saying why once, when one fails; the
 // server's checks see a stuck event loop (NetServer::loops_responsive) and are wired to
 // the lease keeper's rounds (whose staleness is tested in
@@ -27,9 +27,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/id_service.h"
+#include "server/app/systemd_notify.h"
 #include "server/net/net_server.h"
-#include "server/systemd_notify.h"
+#include "server/service/id_service.h"
 
 namespace idforge::server {
 namespace {

@@ -1,9 +1,9 @@
-// TagIndex (server/tag_index.h): the lock-free tag lookup of the segment part. Names
+// TagIndex (server/service/tag_index.h): the lock-free tag lookup of the segment part. Names
 // found after growth, cleared and set again; readers on other threads while one writer
 // adds thousands of names see each name either absent or with its value, never a torn
 // one (named *Concurrency* for the TSan run); the memory it holds grows with the names,
 // not with their square.
-#include "server/tag_index.h"
+#include "server/service/tag_index.h"
 
 #include <gtest/gtest.h>
 

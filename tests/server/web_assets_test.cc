@@ -1,6 +1,6 @@
 // The web page's files are embedded byte for byte, found by exact path, served with the
 // right content type, and reference nothing outside the server.
-#include "server/web_assets.h"
+#include "server/http/web_assets.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// LeaseKeeper::last_round(), which the systemd watchdog (src/server/systemd_notify.h)
+// LeaseKeeper::last_round(), which the systemd watchdog (src/server/app/systemd_notify.h)
 // reads to restart a server whose keeper thread is stuck: it must stay fresh while the
 // keeper is healthy, idle for a long TTL, or failing against a coordinator that is
 // down, and go stale only when the renew thread itself does not come back.

@@ -321,7 +321,7 @@ class Server:
         conn.send(bytes(out), deadline)
         reply = read_reply(conn, deadline)
         if isinstance(reply, RespError):
-            # -ERR not_found: unknown tag 'x' ... (src/server/resp_reply.cc)
+            # -ERR not_found: unknown tag 'x' ... (src/server/resp/resp_reply.cc)
             word, _, rest = reply.text.partition(" ")
             code, colon, message = rest.partition(":")
             code = code.strip()
