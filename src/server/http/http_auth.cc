@@ -17,7 +17,7 @@
 namespace idforge::server {
 namespace {
 
-constexpr int kHttp = 0;  // Metrics protocol index
+constexpr int kHttp = Metrics::kHttp;
 
 // What a route needs, of which tag, for how many IDs.
 struct Access {

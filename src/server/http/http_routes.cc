@@ -11,6 +11,7 @@
 #include "core/parse_u64.h"
 #include "core/quote.h"
 #include "idforge/time_format.h"
+#include "server/front/request_lifecycle.h"
 #include "server/http/http_batch.h"
 #include "server/http/http_call.h"
 #include "server/http/http_ids.h"
@@ -95,15 +96,16 @@ RouteOutcome segment_ids(Call& c, uint64_t count, IdFormat format) {
     return reply(c, 200, content_type(format), c.s.body);
   }
   RouteOutcome outcome;
-  outcome.job = [service = &c.service, tag = std::string(c.capture), ids = c.s.ids, filled = *taken,
-                 format, mode = c.mode](std::string& out) mutable {
-    Status made = service->segment(tag, std::span<uint64_t>(ids).subspan(filled));
-    if (!made.ok()) return write_status_error(out, mode, made);
-    std::string body;
-    numeric_ids(body, format, "segment", tag, ids);
-    write_reply(out, mode, 200, content_type(format), body);
-    return 200;
-  };
+  outcome.job = wait_for_segment_ids(
+      c.service, c.capture, c.s.ids, *taken,
+      [format, mode = c.mode](std::string& out, const Status& made, std::span<const uint64_t> ids,
+                              std::string_view tag) {
+        if (!made.ok()) return write_status_error(out, mode, made);
+        std::string body;
+        numeric_ids(body, format, "segment", tag, ids);
+        write_reply(out, mode, 200, content_type(format), body);
+        return 200;
+      });
   return outcome;
 }
 
@@ -406,26 +408,6 @@ RouteOutcome web(Call& c) {
   return outcome;
 }
 
-// A job, or a batch made in slices, keeps the request's in-flight place (auth.h) until
-// it has answered.
-void hold_while_job_runs(RouteOutcome& outcome, InFlight ticket) {
-  if (!ticket.holds()) return;
-  auto held = std::make_shared<InFlight>(std::move(ticket));
-  if (outcome.job) {
-    outcome.job = [job = std::move(outcome.job), held](std::string& out) {
-      const int status = job(out);
-      held->release();
-      return status;
-    };
-  } else if (outcome.slices) {
-    outcome.slices = [slices = std::move(outcome.slices), held](std::string& out) {
-      const int status = slices(out);
-      if (status != 0) held->release();
-      return status;
-    };
-  }
-}
-
 }  // namespace
 
 RouteOutcome HttpRouter::handle(const HttpRequest& request, const ReplyMode& mode,
@@ -466,7 +448,7 @@ RouteOutcome HttpRouter::handle(const HttpRequest& request, const ReplyMode& mod
       outcome = answered(denied);
     } else {
       outcome = entry.handler(c);
-      hold_while_job_runs(outcome, std::move(ticket));
+      outcome.ticket = std::move(ticket);
     }
     outcome.route = entry.route;
     outcome.token = c.token_name;

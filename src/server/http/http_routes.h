@@ -47,6 +47,9 @@ struct RouteOutcome {
   // The name of the client token that admitted the request (auth.h), for the access
   // log; "" for none. Valid until the router's next request.
   std::string_view token;
+  // The request's place under its token's in_flight limit (auth.h): a job or a batch made
+  // in slices keeps it until it has answered (request_lifecycle.h).
+  InFlight ticket;
 };
 
 class HttpRouter {

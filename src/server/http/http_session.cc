@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "server/front/request_lifecycle.h"
 #include "server/http/http_parser.h"
 #include "server/http/http_reply.h"
 #include "server/http/http_routes.h"
@@ -15,7 +16,7 @@
 namespace idforge::server {
 namespace {
 
-constexpr int kHttp = 0;  // Metrics protocol index
+constexpr int kHttp = Metrics::kHttp;
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -47,20 +48,12 @@ class HttpSession final : public Session {
       return step;
     }
     // A batch in progress goes first: its answer comes before those of later requests.
-    if (batch_.slices) {
-      const int status = batch_.slices(out);
-      if (status == 0) {
+    if (batch_.active()) {
+      if (batch_.next(service_.metrics(), out) == 0) {
         step.next = Next::kFlush;
         return step;
       }
-      service_.metrics().record_request(kHttp, batch_.route, status, seconds_since(batch_.arrived));
-      if (batch_.access != nullptr) {
-        batch_.access->write_http(batch_.method, batch_.path, status, seconds_since(batch_.arrived),
-                                  batch_.token);
-      }
-      const bool close = batch_.close;
-      batch_ = {};
-      if (close) {
+      if (std::exchange(batch_closes_, false)) {
         closing_ = true;
         step.next = Next::kClose;
         return step;
@@ -96,34 +89,15 @@ class HttpSession final : public Session {
         closing_ = mode.close;
         step.consumed = pos;
         step.next = Next::kBlocking;
-        // Copies only for a request the access log writes: the request's views point
-        // into input the runtime drops once the job runs.
-        std::string method = logged ? std::string(request.method_text) : std::string();
-        std::string path = logged ? std::string(request.path) : std::string();
-        std::string token = logged ? std::string(outcome.token) : std::string();
-        step.blocking = [service = &service_, route = outcome.route, job = std::move(outcome.job),
-                         access = logged ? access_log_ : nullptr, method = std::move(method),
-                         path = std::move(path), token = std::move(token),
-                         arrived = tally.start()](std::string& answer) {
-          const auto job_start = SteadyClock::now();
-          const int status = job(answer);
-          service->metrics().record_request(kHttp, route, status, seconds_since(job_start));
-          if (access != nullptr) {
-            access->write_http(method, path, status, seconds_since(arrived), token);
-          }
-        };
+        step.blocking =
+            answer_on_worker(service_.metrics(), record(request, outcome, logged, tally.start()),
+                             std::move(outcome.job));
         return step;
       }
       if (outcome.slices) {  // counted and logged when its last slice answers
         partial_ = false;
-        batch_.slices = std::move(outcome.slices);
-        batch_.route = outcome.route;
-        batch_.close = mode.close;
-        batch_.arrived = tally.start();
-        batch_.access = logged ? access_log_ : nullptr;
-        batch_.method = logged ? std::string(request.method_text) : std::string();
-        batch_.path = logged ? std::string(request.path) : std::string();
-        batch_.token = logged ? std::string(outcome.token) : std::string();
+        batch_closes_ = mode.close;
+        batch_.start(record(request, outcome, logged, tally.start()), std::move(outcome.slices));
         step.consumed = pos;
         step.next = Next::kFlush;
         return step;
@@ -155,6 +129,25 @@ class HttpSession final : public Session {
   }
 
  private:
+  // What a request answered later (a job, a batch in slices) is counted and logged with.
+  // Copies only for a request the access log writes: the request's views point into
+  // input the runtime drops before it is answered.
+  RequestRecord record(const HttpRequest& request, RouteOutcome& outcome, bool logged,
+                       SteadyClock::time_point arrived) const {
+    RequestRecord r;
+    r.protocol = kHttp;
+    r.route = outcome.route;
+    r.arrived = arrived;
+    r.ticket = std::move(outcome.ticket);
+    if (logged) {
+      r.access = access_log_;
+      r.what = request.method_text;
+      r.path = request.path;
+      r.token = outcome.token;
+    }
+    return r;
+  }
+
   void protocol_error(std::string& out, int status, std::string_view reason) {
     ReplyMode mode;
     mode.close = true;
@@ -167,25 +160,13 @@ class HttpSession final : public Session {
     partial_ = false;
   }
 
-  // A large batch being made in slices (http_batch.h), and what its answer is counted
-  // and logged with.
-  struct SlicedBatch {
-    std::function<int(std::string& out)> slices;  // empty: none
-    Route route = Route::kNotFound;
-    bool close = false;  // Connection: close after its answer
-    SteadyClock::time_point arrived;
-    const AccessLog* access = nullptr;  // set when the access log writes it
-    std::string method;
-    std::string path;
-    std::string token;
-  };
-
   IdService& service_;
   HttpRequestParser parser_;
   HttpRouter router_;
-  bool partial_ = false;  // bytes of an incomplete request are waiting
-  bool closing_ = false;  // the connection ends after the answers written so far
-  SlicedBatch batch_;
+  bool partial_ = false;       // bytes of an incomplete request are waiting
+  bool closing_ = false;       // the connection ends after the answers written so far
+  SlicedAnswer batch_;         // a large batch being made in slices (http_batch.h)
+  bool batch_closes_ = false;  // Connection: close after its answer
 };
 
 }  // namespace

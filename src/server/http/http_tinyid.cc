@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/parse_u64.h"
@@ -113,7 +114,7 @@ Result<uint64_t> tinyid_batch_size(std::string_view text, uint64_t max_count) {
 
 RouteOutcome tinyid_next_id(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (auto answer = refused(c, r, /*json=*/true)) return *answer;
+  if (auto answer = refused(c, r, /*json=*/true)) return std::move(*answer);
   return on_pool(
       c, kJsonType, [service = &c.service, req = *r] { return fetch_ids(service, req); },
       [](const Result<std::vector<uint64_t>>& ids) {
@@ -124,7 +125,7 @@ RouteOutcome tinyid_next_id(Call& c) {
 
 RouteOutcome tinyid_next_id_simple(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (auto answer = refused(c, r, /*json=*/false)) return *answer;
+  if (auto answer = refused(c, r, /*json=*/false)) return std::move(*answer);
   return on_pool(
       c, kTextType, [service = &c.service, req = *r] { return fetch_ids(service, req); },
       [](const Result<std::vector<uint64_t>>& ids) {
@@ -134,7 +135,7 @@ RouteOutcome tinyid_next_id_simple(Call& c) {
 
 RouteOutcome tinyid_next_segment_id(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (auto answer = refused(c, r, /*json=*/true)) return *answer;
+  if (auto answer = refused(c, r, /*json=*/true)) return std::move(*answer);
   return on_pool(
       c, kJsonType,
       [service = &c.service, tag = r->biz_type] { return service->segment_range(tag); },
@@ -150,7 +151,7 @@ RouteOutcome tinyid_next_segment_id(Call& c) {
 
 RouteOutcome tinyid_next_segment_id_simple(Call& c) {
   Result<TinyidRequest> r = read_request(c);
-  if (auto answer = refused(c, r, /*json=*/false)) return *answer;
+  if (auto answer = refused(c, r, /*json=*/false)) return std::move(*answer);
   return on_pool(
       c, kTextType,
       [service = &c.service, tag = r->biz_type] { return service->segment_range(tag); },

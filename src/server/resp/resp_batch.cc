@@ -8,54 +8,43 @@
 #include <span>
 #include <string>
 
-#include "server/net/access_log.h"
 #include "server/resp/resp_reply.h"
 #include "server/resp/resp_session_impl.h"
-#include "server/service/metrics.h"
 
 namespace idforge::server::resp {
 
 Answer RespSession::start_batch(bool as_array) {
-  batch_.emplace();
-  batch_->as_array = as_array;
+  batch_starting_ = true;
+  batch_written_ = 0;
+  batch_as_array_ = as_array;
   return {200, Next::kFlush};
 }
 
-bool RespSession::continue_batch(std::string& out) {
-  SlicedBatch& b = *batch_;
+int RespSession::write_batch_slice(std::string& out) {
   const IdBatch& ids = ids_batch_;
   const uint64_t slice = std::max<uint64_t>(1, service_.config().batch_slice);
-  int status = 200;
   if (!ids.made_all()) {
     const Status made = ids_batch_.make_slice(service_, slice);
-    if (made.ok()) return false;
-    status = put_status(out, made);
-  } else {
-    if (b.written == 0 && b.as_array) put_number(out, '*', ids.count());
-    const size_t n = std::min(slice, ids.count() - b.written);
-    for (size_t i = b.written; i < b.written + n; ++i) {
-      switch (ids.kind()) {
-        case BatchKind::kSnowflake:
-        case BatchKind::kSegment:
-          put_number(out, ':', ids.id(i));
-          break;
-        case BatchKind::kUuid7:
-          put_bulk(out, ids.uuid(i).to_string());
-          break;
-        case BatchKind::kUlid:
-          put_bulk(out, ids.ulid(i).to_string());
-          break;
-      }
+    return made.ok() ? 0 : put_status(out, made);
+  }
+  if (batch_written_ == 0 && batch_as_array_) put_number(out, '*', ids.count());
+  const size_t n = std::min(slice, ids.count() - batch_written_);
+  for (size_t i = batch_written_; i < batch_written_ + n; ++i) {
+    switch (ids.kind()) {
+      case BatchKind::kSnowflake:
+      case BatchKind::kSegment:
+        put_number(out, ':', ids.id(i));
+        break;
+      case BatchKind::kUuid7:
+        put_bulk(out, ids.uuid(i).to_string());
+        break;
+      case BatchKind::kUlid:
+        put_bulk(out, ids.ulid(i).to_string());
+        break;
     }
-    b.written += n;
-    if (b.written < ids.count()) return false;
   }
-  service_.metrics().record_request(kProtocolIndex, b.route, status, seconds_since(b.start));
-  if (b.sampled && access_log_ != nullptr) {
-    access_log_->write_resp(b.command, status, seconds_since(b.start), token_label());
-  }
-  batch_.reset();  // gives back the in-flight place
-  return true;
+  batch_written_ += n;
+  return batch_written_ < ids.count() ? 0 : 200;
 }
 
 }  // namespace idforge::server::resp

@@ -17,7 +17,6 @@
 
 #include "core/quote.h"
 #include "core/text.h"
-#include "server/net/access_log.h"
 #include "server/resp/resp_reply.h"
 #include "server/resp/resp_session_impl.h"
 #include "server/service/metrics.h"
@@ -127,19 +126,13 @@ Answer RespSession::segment_ids(std::string_view tag, uint64_t count, IdsForm fo
     return {put_segment_ids(out, ids, form, tag)};
   }
   // The buffer ran dry: keep what it gave and wait on the store for the rest, off the
-  // I/O thread. The job owns copies of what it needs, so it depends on the service only.
-  std::string token_name = sampled_ ? std::string(token_label()) : std::string();
-  job_ = [service = &service_, tag = std::string(tag),
-          taken = std::vector<uint64_t>(ids.begin(), ids.end()), have = *filled, form,
-          start = start_, access = sampled_ ? access_log_ : nullptr, command = command_,
-          token = std::move(token_name)](std::string& answer) mutable {
-    const Status made = service->segment(tag, std::span<uint64_t>(taken).subspan(have));
-    const int status =
-        made.ok() ? put_segment_ids(answer, taken, form, tag) : put_status(answer, made);
-    service->metrics().record_request(kProtocolIndex, Route::kSegment, status,
-                                      seconds_since(start));
-    if (access != nullptr) access->write_resp(command, status, seconds_since(start), token);
-  };
+  // I/O thread (request_lifecycle.h).
+  job_ = wait_for_segment_ids(service_, tag, ids, *filled,
+                              [form](std::string& answer, const Status& made,
+                                     std::span<const uint64_t> all, std::string_view of) {
+                                return made.ok() ? put_segment_ids(answer, all, form, of)
+                                                 : put_status(answer, made);
+                              });
   return {0, Next::kBlocking};
 }
 

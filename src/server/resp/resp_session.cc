@@ -121,7 +121,7 @@ Result<uint64_t> RespSession::count_arg(Args args, size_t index) const {
 Session::Step RespSession::feed(std::string_view in, std::string& out) {
   if (closed_) return {in.size(), Next::kClose, {}};
   // A batch in progress goes first: its answer comes before those of later commands.
-  if (batch_ && !continue_batch(out)) return {0, Next::kFlush, {}};
+  if (batch_.active() && batch_.next(service_.metrics(), out) == 0) return {0, Next::kFlush, {}};
   size_t pos = 0;
   RequestTally tally(service_.metrics(), kProtocolIndex);
   start_ = tally.start();
@@ -171,25 +171,17 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
       answer = (this->*spec->handler)(args, out);
       sliceable_ = false;
     }
-    if (batch_ && answer.next == Next::kFlush) {  // start_batch: counted when complete
-      batch_->route = route;
-      batch_->command = command_;
-      batch_->sampled = sampled_;
-      batch_->start = start_;
-      batch_->ticket = std::move(ticket);
+    // A batch (start_batch) or a job is counted and logged once it has answered, and
+    // holds the command's in-flight place until then (request_lifecycle.h).
+    if (std::exchange(batch_starting_, false) && answer.next == Next::kFlush) {
+      batch_.start(record(route, std::move(ticket)),
+                   [this](std::string& slice_out) { return write_batch_slice(slice_out); });
       return {pos, Next::kFlush, {}};
     }
-    // A job writes its own access line (segment_ids, exec), and holds the command's
-    // in-flight place until it has answered.
     if (answer.next == Next::kBlocking) {
-      if (ticket.holds()) {
-        job_ = [job = std::move(job_),
-                held = std::make_shared<InFlight>(std::move(ticket))](std::string& answer_out) {
-          job(answer_out);
-          held->release();
-        };
-      }
-      return {pos, Next::kBlocking, std::move(job_)};
+      return {pos, Next::kBlocking,
+              answer_on_worker(service_.metrics(), record(route, std::move(ticket)),
+                               std::exchange(job_, nullptr))};
     }
     if (answer.status != kQueued) {
       tally.add(route, answer.status);
@@ -204,6 +196,20 @@ Session::Step RespSession::feed(std::string_view in, std::string& out) {
     }
     if (out.size() >= kFlushBytes) return {pos, Next::kFlush, {}};
   }
+}
+
+RequestRecord RespSession::record(Route route, InFlight ticket) {
+  RequestRecord r;
+  r.protocol = kProtocolIndex;
+  r.route = route;
+  r.arrived = start_;
+  r.ticket = std::move(ticket);
+  if (sampled_) {
+    r.access = access_log_;
+    r.what = command_;
+    r.token = token_label();
+  }
+  return r;
 }
 
 Answer RespSession::ping(Args args, std::string& out) {

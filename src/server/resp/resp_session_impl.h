@@ -12,7 +12,8 @@
 //   class RespSession : Session        // one per connection
 //     feed(): parse -> kCommands entry -> handler, or queue it while in MULTI
 //     a handler appends one answer and returns an Answer (status for the metrics, and
-//     kBlocking with job_ set when it must wait on the store)
+//     kBlocking with job_ set when it must wait on the store); feed() gives a job or a
+//     batch made in slices the command's record (front/request_lifecycle.h)
 //
 // Thread-safety: a session is driven by one thread at a time. Its kBlocking job runs on
 // a worker thread while the runtime neither feeds nor destroys the session (the
@@ -24,7 +25,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +35,7 @@
 #include "server/auth/auth.h"
 #include "server/auth/rate_limit.h"
 #include "server/front/id_batch.h"
+#include "server/front/request_lifecycle.h"
 #include "server/net/session.h"
 #include "server/resp/resp_parser.h"
 #include "server/resp/resp_session.h"
@@ -45,7 +46,7 @@ namespace idforge::server::resp {
 
 using Clock = std::chrono::steady_clock;
 using Args = std::span<const std::string_view>;
-inline constexpr int kProtocolIndex = 1;  // Metrics' protocol index of RESP
+inline constexpr int kProtocolIndex = Metrics::kResp;
 
 // Limits of one MULTI, so that a transaction cannot make the server hold more than a
 // pipeline could (Session::kFlushBytes bounds a pipeline's answers; an EXEC answer is
@@ -64,20 +65,6 @@ struct Answer {
   Session::Next next = Session::Next::kNeedMore;
 };
 inline constexpr int kQueued = 0;
-
-// A batch being made in slices (RespSession::start_batch): IDs are all made first (an error then
-// answers alone, as for a batch made in one go), then written.
-struct SlicedBatch {
-  uint64_t written = 0;  // of RespSession::ids_batch_, which holds the IDs
-  bool as_array = false;
-  // The command's bookkeeping, set by feed(): metrics and the access log count it
-  // once its answer is complete; its in-flight place is held until then.
-  Route route = Route::kSnowflake;
-  std::string_view command;
-  bool sampled = false;
-  Clock::time_point start;
-  InFlight ticket;
-};
 
 class RespSession;
 using Handler = Answer (RespSession::*)(Args args, std::string& out);
@@ -188,15 +175,16 @@ class RespSession final : public Session {
   // feed(), the loop serving other connections in between (Session::Next::kFlush).
   bool may_slice(uint64_t count) const { return sliceable_ && is_sliced(service_.config(), count); }
   // Starts writing ids_batch_, already started (IdBatch::start or start_taken): answers
-  // kFlush; feed() then gives the batch the command's bookkeeping.
+  // kFlush; feed() then starts batch_ with the command's record. IDs are all made first
+  // (an error then answers alone, as for a batch made in one go), then written.
   Answer start_batch(bool as_array);
   // The same for a batch of IDs still to make.
   Answer start_batch(BatchKind kind, uint64_t count, bool as_array) {
     ids_batch_.start(kind, count);
     return start_batch(as_array);
   }
-  // One slice of the batch in progress; true once its answer is complete and counted.
-  bool continue_batch(std::string& out);
+  // One slice of ids_batch_: 0 while more are to come, the answer's status with the last.
+  int write_batch_slice(std::string& out);
 
   // MULTI: keeps a command for EXEC, within the limits above.
   Answer queue(const CommandSpec& spec, Args args, std::string& out);
@@ -207,6 +195,9 @@ class RespSession final : public Session {
   Answer run_exec(std::string& out);
   // One queued command, counted in the metrics and the access log as if sent alone.
   Answer run_queued(const Queued& queued, std::string& out);
+  // What the command being run is counted and logged with once answered by a job or a
+  // batch (request_lifecycle.h); copies its name and token only when it is sampled.
+  RequestRecord record(Route route, InFlight ticket);
 
   IdService& service_;
   const uint64_t id_;
@@ -217,10 +208,13 @@ class RespSession final : public Session {
   int proto_ = 2;
   bool closed_ = false;
   std::string name_;
-  Clock::time_point start_;                // when feed() began on the current batch
-  bool sampled_ = false;                   // the access log writes the current command
-  std::string_view command_;               // its name (a kCommands literal) when known
-  std::function<void(std::string&)> job_;  // set by a handler that answers kBlocking
+  Clock::time_point start_;   // when feed() began on the current batch
+  bool sampled_ = false;      // the access log writes the current command
+  std::string_view command_;  // its name (a kCommands literal) when known
+  // Set by a handler that answers kBlocking: appends the answer, returns its status.
+  std::function<int(std::string&)> job_;
+  // Set by EXEC's queued command that waits: its job_ with its own record, run by EXEC's.
+  std::function<void(std::string&)> queued_job_;
   // Inside an EXEC job, on a worker thread: segment requests wait on the store here
   // instead of answering kBlocking.
   bool may_wait_ = false;
@@ -230,7 +224,10 @@ class RespSession final : public Session {
   std::vector<Ulid> ulids_;
 
   // The batch being made in slices, if any (resp_batch.cc).
-  std::optional<SlicedBatch> batch_;
+  SlicedAnswer batch_;
+  bool batch_starting_ = false;  // a handler called start_batch; feed() starts batch_
+  uint64_t batch_written_ = 0;   // of ids_batch_
+  bool batch_as_array_ = false;
   IdBatch ids_batch_;       // its IDs; the vectors are reused by the next batch
   bool sliceable_ = false;  // the handler running was called by feed() itself
 

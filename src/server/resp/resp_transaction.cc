@@ -125,21 +125,15 @@ Answer RespSession::run_exec(std::string& out) {
   while (exec_next_ < exec_queue_.size()) {
     const Answer answer = run_queued(exec_queue_[exec_next_], exec_replies_);
     if (answer.next == Next::kBlocking) {
-      // job_ finishes the command that waits; this job wraps it and runs the rest.
-      std::string token_name = sampled_ ? std::string(token_label()) : std::string();
-      job_ = [this, waits = std::move(job_), start = start_,
-              access = sampled_ ? access_log_ : nullptr, exec_command = command_,
-              token = std::move(token_name)](std::string& answer_out) {
+      // queued_job_ finishes the command that waits (counted as its own); EXEC's job runs
+      // it, then the rest, and feed() counts EXEC once it has answered.
+      job_ = [this, waits = std::exchange(queued_job_, nullptr)](std::string& answer_out) {
         waits(exec_replies_);
         ++exec_next_;
         may_wait_ = true;
         const Answer rest = run_exec(answer_out);
         may_wait_ = false;
-        service_.metrics().record_request(kProtocolIndex, Route::kRespOther, rest.status,
-                                          seconds_since(start));
-        if (access != nullptr) {
-          access->write_resp(exec_command, rest.status, seconds_since(start), token);
-        }
+        return rest.status;
       };
       return {0, Next::kBlocking};
     }
@@ -161,7 +155,10 @@ Answer RespSession::run_queued(const Queued& queued, std::string& out) {
   const Answer answer = still_permitted(*queued.spec, exec_args_, out)
                             ? (this->*queued.spec->handler)(exec_args_, out)
                             : Answer{403};
-  if (answer.next != Next::kBlocking) {  // a job counts its own
+  if (answer.next == Next::kBlocking) {  // counted once its job has answered
+    queued_job_ = answer_on_worker(service_.metrics(), record(queued.spec->route, InFlight()),
+                                   std::exchange(job_, nullptr));
+  } else {
     service_.metrics().record_request(kProtocolIndex, queued.spec->route, answer.status,
                                       seconds_since(start_));
     if (sampled_) {

@@ -69,7 +69,9 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
 
 class Metrics {
  public:
-  static constexpr int kProtocols = 2;  // 0 = http, 1 = resp
+  static constexpr int kProtocols = 2;
+  static constexpr int kHttp = 0;  // the protocol index of each front end
+  static constexpr int kResp = 1;
   // Statuses counted per route: HTTP codes as they are; RESP answers are 200 (ok) or
   // 400/404/503 by the error's kind.
   static constexpr std::array<int, 13> kStatuses = {200, 400, 401, 403, 404, 405, 408,
