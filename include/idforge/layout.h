@@ -61,6 +61,7 @@ struct DecodedId {
 class Layout {
  public:
   static constexpr int kMaxFields = 16;
+  static constexpr int kIdBits = 64;  // every layout fits its fields in these
 
   // Validates and builds a layout; an InvalidArgument names the offending field or value
   // ("layout field 'worker': width 0 is not in 1..63"). Rules: 1..kMaxFields fields with

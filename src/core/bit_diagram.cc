@@ -8,8 +8,6 @@
 namespace idforge {
 namespace {
 
-constexpr int kIdBits = 64;
-
 struct Column {
   std::string field, bits, binary, value;
 };
@@ -21,7 +19,7 @@ Column column_of(uint64_t id, std::string label, int width, int shift) {
   const int high = shift + width - 1;
   c.bits = width == 1 ? std::to_string(high) : std::to_string(high) + ".." + std::to_string(shift);
   const uint64_t value =
-      (id >> shift) & (width >= kIdBits ? ~uint64_t{0} : (uint64_t{1} << width) - 1);
+      (id >> shift) & (width >= Layout::kIdBits ? ~uint64_t{0} : (uint64_t{1} << width) - 1);
   for (int b = width - 1; b >= 0; --b) c.binary += ((value >> b) & 1) != 0 ? '1' : '0';
   c.value = std::to_string(value);
   return c;
@@ -37,7 +35,7 @@ void append_cell(std::string& out, const std::string& cell, size_t width) {
 
 std::string bit_diagram(const Layout& layout, uint64_t id) {
   std::vector<Column> columns;
-  const int unused = kIdBits - layout.total_bits();
+  const int unused = Layout::kIdBits - layout.total_bits();
   if (unused > 0) {
     columns.push_back(column_of(id, unused == 1 ? "sign" : "unused", unused, layout.total_bits()));
   }

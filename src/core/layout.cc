@@ -16,7 +16,6 @@
 namespace idforge {
 namespace {
 
-constexpr int kIdBits = 64;
 constexpr int kMaxFieldBits = 63;
 constexpr int64_t kTwitterEpochMs = 1288834974657;
 constexpr std::string_view kCustomName = "custom";
@@ -202,7 +201,7 @@ Result<Layout> Layout::create(std::string name, int64_t epoch_ms, int64_t tick_m
           "width " + std::to_string(f.bits) + " is not in 1.." + std::to_string(kMaxFieldBits)));
     }
     total += f.bits;
-    if (total > kIdBits) {
+    if (total > Layout::kIdBits) {
       return Status::InvalidArgument(field_error(f.name, "the widths up to this field sum to " +
                                                              std::to_string(total) +
                                                              " bits, more than the 64 of an ID"));
@@ -337,8 +336,8 @@ Capacity Layout::capacity() const {
     if (f.role == FieldRole::kNode) node_bits += f.bits;
   }
   Capacity c;
-  c.max_nodes =
-      node_bits >= kIdBits ? std::numeric_limits<uint64_t>::max() : uint64_t{1} << node_bits;
+  c.max_nodes = node_bits >= Layout::kIdBits ? std::numeric_limits<uint64_t>::max()
+                                             : uint64_t{1} << node_bits;
   c.ids_per_tick = uint64_t{1} << sequence_bits();
   c.max_ids_per_second =
       static_cast<double>(c.ids_per_tick) * 1000.0 / static_cast<double>(tick_ms_);
@@ -411,7 +410,7 @@ Result<uint64_t> Layout::compose_named(
 }
 
 Result<DecodedId> Layout::decode(uint64_t id) const {
-  if (total_bits_ < kIdBits && (id >> total_bits_) != 0) {
+  if (total_bits_ < Layout::kIdBits && (id >> total_bits_) != 0) {
     return Status::OutOfRange("ID " + std::to_string(id) + " does not fit the " +
                               std::to_string(total_bits_) + "-bit layout " + name_);
   }

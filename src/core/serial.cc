@@ -171,18 +171,18 @@ class SerialTemplate::Parser {
   }
 
   static std::optional<PieceKind> date_field(char letter, size_t run) {
-    struct Field {
+    struct DateField {
       char letter;
       size_t run;
       PieceKind kind;
     };
-    static constexpr Field kFields[] = {
+    static constexpr DateField kFields[] = {
         {'y', 4, PieceKind::kYear4},  {'y', 2, PieceKind::kYear2},
         {'M', 2, PieceKind::kMonth},  {'d', 2, PieceKind::kDay},
         {'H', 2, PieceKind::kHour},   {'m', 2, PieceKind::kMinute},
         {'s', 2, PieceKind::kSecond}, {'S', 3, PieceKind::kMillisecond},
     };
-    for (const Field& f : kFields) {
+    for (const DateField& f : kFields) {
       if (f.letter == letter && f.run == run) return f.kind;
     }
     return std::nullopt;

@@ -19,8 +19,6 @@ namespace {
 
 constexpr uint64_t kNoReserveLimit = std::numeric_limits<uint64_t>::max();
 
-std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
-
 // A clock that never steps; CLOCK_BOOTTIME also runs while the machine is suspended,
 // so a resumed machine's clock is not mistaken for a jump.
 int64_t boot_ms() {
@@ -270,14 +268,13 @@ Status SnowflakeGeneratorImpl::await_reservation(uint64_t tick) {
   if (tick <= reserved_tick_.load(std::memory_order_acquire)) return Status::Ok();
   // Past the stored mark: an ID here could repeat after a restart. The tick is already
   // claimed, so giving up only leaves a gap.
-  using Steady = std::chrono::steady_clock;
-  const auto deadline = Steady::now() + std::chrono::milliseconds(max_wait_ms_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_wait_ms_);
   while (tick > reserved_tick_.load(std::memory_order_acquire)) {
     if (fenced_.load(std::memory_order_acquire)) {
       MutexLock lock(fence_mu_);
       return Status::Unavailable(fence_reason_);
     }
-    if (Steady::now() >= deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) {
       return Status::Unavailable("the time high-water mark is stored only up to " +
                                  format_iso8601_utc(reserved_ms_.load(std::memory_order_acquire)) +
                                  " and was not renewed within max_wait_ms " +

@@ -10,11 +10,7 @@
 #include "snowflake_impl.h"
 
 namespace idforge {
-namespace {
-
-std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
-
-}  // namespace
+namespace {}  // namespace
 
 void SnowflakeGeneratorImpl::note_clock(int64_t now_ms) {
   int64_t seen = max_clock_ms_.load(std::memory_order_relaxed);

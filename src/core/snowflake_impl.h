@@ -23,6 +23,9 @@
 
 namespace idforge {
 
+// "250 ms", for the generator's error messages.
+inline std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
+
 struct SnowflakeInternals {
   // The mark is written again once less than this is left ahead (0: reserve_ms / 2).
   // A reservation renewed early, with little issued since, is what keeps IDs flowing

@@ -21,8 +21,6 @@ void raise_to(std::atomic<int64_t>& value, int64_t to) {
 
 constexpr const char* kRecovery = "see 'Clock steps' in docs/operations.md";
 
-std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
-
 template <typename Int>
 bool parse_int(std::string_view text, Int* out) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);

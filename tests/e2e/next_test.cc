@@ -8,17 +8,15 @@
 
 #include "presets.h"
 #include "run_idforge.h"
+#include "support/ordering.h"
 
 namespace idforge::e2e {
 namespace {
 
+using test::strictly_increasing;
+
 // The logical policy may borrow up to max_drift_ms (1000 by default) ahead of the clock.
 constexpr int64_t kMaxDriftMs = 1000;
-
-bool strictly_increasing(const std::vector<uint64_t>& ids) {
-  return std::adjacent_find(ids.begin(), ids.end(),
-                            [](uint64_t a, uint64_t b) { return a >= b; }) == ids.end();
-}
 
 // Runs `next` and checks what every successful run must satisfy: `count` IDs, strictly
 // increasing, times between the start of the run and the end plus the drift allowed.

@@ -470,12 +470,12 @@ TEST_F(ServeConfigTest, WithJsonLogsEveryStderrLineIsJsonTheFatalErrorToo) {
   bool error_seen = false;
   while (std::getline(lines, line)) {
     ++count;
-    const auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    ASSERT_FALSE(json.is_discarded()) << "not JSON: " << line;
-    if (json.value("event", "") == "idforge.error") {
+    const auto object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(object.is_discarded()) << "not JSON: " << line;
+    if (object.value("event", "") == "idforge.error") {
       error_seen = true;
-      EXPECT_EQ(json.value("level", ""), "error");
-      EXPECT_NE(json.value("message", "").find("no-such-tokens-file"), std::string::npos) << line;
+      EXPECT_EQ(object.value("level", ""), "error");
+      EXPECT_NE(object.value("message", "").find("no-such-tokens-file"), std::string::npos) << line;
     }
   }
   EXPECT_GT(count, 0);

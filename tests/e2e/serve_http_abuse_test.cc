@@ -15,22 +15,21 @@
 #include <vector>
 
 #include "serve_process.h"
+#include "support/text.h"
 
 namespace idforge::e2e {
 namespace {
 
+using test::ms_since;
+
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kToken = "abuse-token";
+constexpr const char* kAbuseToken = "abuse-token";
 constexpr int64_t kRequestTimeoutMs = 1000;
 constexpr int64_t kIdleTimeoutMs = 1500;
 // Timeouts are checked a few times per period, so a close may come up to 250 ms late;
 // the rest is room for a busy machine.
 constexpr int64_t kLateMs = 750;
-
-int64_t ms_since(Clock::time_point start) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
-}
 
 std::string get_request(const std::string& path, const std::string& extra_headers = "") {
   return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
@@ -66,7 +65,7 @@ class ServeHttpAbuseTest : public SharedServeSuite<ServeHttpAbuseTest> {
     ServeOptions options;
     options.flags = {"--request-timeout-ms", std::to_string(kRequestTimeoutMs), "--idle-timeout-ms",
                      std::to_string(kIdleTimeoutMs)};
-    options.env = {std::string("IDFORGE_ADMIN_TOKEN=") + kToken};
+    options.env = {std::string("IDFORGE_ADMIN_TOKEN=") + kAbuseToken};
     options.setup = {{"tag", "create", "order", "--step", "10"}};
     return options;
   }
@@ -156,7 +155,8 @@ TEST_F(ServeHttpAbuseTest, HeadersOver32KiBAre431) {
 TEST_F(ServeHttpAbuseTest, BodyOver64KiBIs413) {
   const std::string body(70'000, ' ');
   std::string request =
-      "POST /v1/admin/tags HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kToken) +
+      "POST /v1/admin/tags HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+      std::string(kAbuseToken) +
       "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
   EXPECT_TRUE(is_error_then_close(*exchange(request), 413));
@@ -164,7 +164,7 @@ TEST_F(ServeHttpAbuseTest, BodyOver64KiBIs413) {
   // 64 KiB exactly (JSON and trailing blanks) is read and served: the tag is created.
   const std::string fits = "{\"tag\":\"x\"}" + std::string(65'536 - 11, ' ');
   auto client = exchange("POST /v1/admin/tags HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-                         std::string(kToken) + "\r\nConnection: close\r\nContent-Length: " +
+                         std::string(kAbuseToken) + "\r\nConnection: close\r\nContent-Length: " +
                          std::to_string(fits.size()) + "\r\n\r\n" + fits);
   std::vector<HttpAnswer> answers = parse_http_answers(client->received());
   ASSERT_EQ(answers.size(), 1u) << client->received().substr(0, 500);
@@ -257,7 +257,8 @@ TEST_F(ServeHttpAbuseTest, ConnectionCloseAfterAStoreRoundTripClosesAtOnce) {
                               "GET /v1/admin/tags HTTP/1.0\r\n"}) {
     SCOPED_TRACE(request);
     const Clock::time_point started = Clock::now();
-    auto client = exchange(std::string(request) + "Authorization: Bearer " + kToken + "\r\n\r\n");
+    auto client =
+        exchange(std::string(request) + "Authorization: Bearer " + kAbuseToken + "\r\n\r\n");
     EXPECT_LT(ms_since(started), kIdleTimeoutMs / 2) << "closed only by the idle timeout";
     std::vector<HttpAnswer> answers = parse_http_answers(client->received());
     ASSERT_EQ(answers.size(), 1u) << client->received();

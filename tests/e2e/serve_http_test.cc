@@ -15,18 +15,15 @@
 
 #include "presets.h"
 #include "serve_process.h"
+#include "support/ordering.h"
 
 namespace idforge::e2e {
 namespace {
 
-constexpr const char* kToken = "e2e-admin-token";
-constexpr uint64_t kKnownId = 910499571847892992ULL;
+using test::strictly_increasing;
 
-template <typename T>
-bool strictly_increasing(const std::vector<T>& values) {
-  return std::adjacent_find(values.begin(), values.end(),
-                            [](const T& a, const T& b) { return a >= b; }) == values.end();
-}
+constexpr const char* kAdminToken = "e2e-admin-token";
+constexpr uint64_t kKnownId = 910499571847892992ULL;
 
 bool is_decimal(const std::string& text) {
   return !text.empty() && text.size() <= 20 &&
@@ -37,7 +34,7 @@ class ServeHttpTest : public SharedServeSuite<ServeHttpTest> {
  public:
   static ServeOptions suite_options() {
     ServeOptions options;
-    options.env = {std::string("IDFORGE_ADMIN_TOKEN=") + kToken};
+    options.env = {std::string("IDFORGE_ADMIN_TOKEN=") + kAdminToken};
     options.setup = {{"tag", "create", "order", "--step", "1000"},
                      {"tag", "create", "dense", "--start", "1000", "--step", "100"},
                      {"tag", "create", "leaf", "--step", "100"},
@@ -87,7 +84,7 @@ class ServeHttpTest : public SharedServeSuite<ServeHttpTest> {
     return a.json();
   }
   static std::vector<std::string> admin_auth() {
-    return {"-H", std::string("Authorization: Bearer ") + kToken};
+    return {"-H", std::string("Authorization: Bearer ") + kAdminToken};
   }
 };
 
@@ -440,8 +437,9 @@ TEST_F(ServeHttpTest, AdminNeedsTheRightToken) {
   EXPECT_TRUE(is_json_error(get("/v1/admin/tags"), 401, "unauthorized"));
   EXPECT_TRUE(is_json_error(get("/v1/admin/tags", {"-H", "Authorization: Bearer wrong"}), 401,
                             "unauthorized"));
-  EXPECT_TRUE(is_json_error(get("/v1/admin/tags", {"-H", std::string("Authorization: ") + kToken}),
-                            401, "unauthorized"));
+  EXPECT_TRUE(
+      is_json_error(get("/v1/admin/tags", {"-H", std::string("Authorization: ") + kAdminToken}),
+                    401, "unauthorized"));
   EXPECT_TRUE(is_json_error(get("/v1/admin/worker"), 401, "unauthorized"));
   const std::vector<std::string> post = {"-X",
                                          "POST",

@@ -15,19 +15,17 @@
 #include "serve_process.h"
 #include "support/faketime.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::e2e {
 namespace {
+
+using test::trim;
 
 using Clock = std::chrono::steady_clock;
 
 std::string script(const std::string& name) {
   return std::string(IDFORGE_SCRIPTS_DIR) + "/" + name;
-}
-
-std::string trim(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
 }
 
 // A private Redis of the test's own (scripts/test-services start redis DIR), stopped

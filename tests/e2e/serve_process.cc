@@ -22,10 +22,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/text.h"
+
 extern char** environ;
 
 namespace idforge::e2e {
 namespace {
+
+using test::trim;
 
 using Clock = std::chrono::steady_clock;
 
@@ -49,13 +53,6 @@ std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string trim(std::string_view text) {
-  size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return "";
-  size_t end = text.find_last_not_of(" \t");
-  return std::string(text.substr(begin, end - begin + 1));
 }
 
 std::string slurp(const std::string& path) {

@@ -14,14 +14,12 @@
 #include <vector>
 
 #include "serve_process.h"
+#include "support/ordering.h"
 
 namespace idforge::e2e {
 namespace {
 
-bool strictly_increasing(const std::vector<uint64_t>& values) {
-  return std::adjacent_find(values.begin(), values.end(),
-                            [](uint64_t a, uint64_t b) { return a >= b; }) == values.end();
-}
+using test::strictly_increasing;
 
 // redis-cli's formatted output split into lines.
 std::vector<std::string> lines_of(const RunResult& r) { return r.lines(); }

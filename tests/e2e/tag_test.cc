@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "run_idforge.h"
+#include "support/ordering.h"
 
 namespace idforge::e2e {
 namespace {
+
+using test::strictly_increasing;
 
 class TagTest : public ::testing::Test {
  protected:
@@ -51,11 +54,6 @@ class TagTest : public ::testing::Test {
 
   std::string dir_;
 };
-
-bool strictly_increasing(const std::vector<uint64_t>& ids) {
-  return std::adjacent_find(ids.begin(), ids.end(),
-                            [](uint64_t a, uint64_t b) { return a >= b; }) == ids.end();
-}
 
 TEST_F(TagTest, CreateListShowAndSetStep) {
   RunResult created = run({"tag", "create", "order", "--start", "1000", "--step", "500",

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "run_idforge.h"
+#include "support/ordering.h"
 
 namespace idforge::e2e {
 namespace {
+
+using test::strictly_increasing;
 
 using nlohmann::json;
 
@@ -50,12 +53,6 @@ std::vector<std::string> generate(const std::string& command, size_t count,
     }
   }
   return lines;
-}
-
-bool strictly_increasing(const std::vector<std::string>& values) {
-  return std::adjacent_find(values.begin(), values.end(),
-                            [](const std::string& a, const std::string& b) { return a >= b; }) ==
-         values.end();
 }
 
 TEST(UuidTest, Uuid7IsOrderedWithinOneRunAndCarriesTheTime) {

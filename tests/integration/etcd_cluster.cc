@@ -21,17 +21,15 @@
 
 #include "coord/etcd/etcd_client.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
+using test::trim;
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 }  // namespace
 

@@ -9,15 +9,14 @@
 #include "integration/serve_node.h"
 #include "integration/services.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
-using test_support::RunResult;
+using test::has;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test_support::RunResult;
 
 std::string sql(const Server& server, const std::string& statements) {
   RunResult r = Services::get().client(server, {"-N", "-B", "-e", statements});

@@ -15,21 +15,18 @@
 #include "integration/services.h"
 #include "store/store_factory.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
+using test::has;
+using test::ms_since;
+using test::with_query;
+
 using Clock = std::chrono::steady_clock;
 using test_support::Child;
 using test_support::RunResult;
-
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // SQL through the `mariadb` client as user idforge; its output, or a test failure.
 std::string sql(const Server& server, const std::string& statements) {
@@ -50,11 +47,6 @@ TagSpec spec(const std::string& name, uint64_t start = 1, uint64_t step = 1000) 
   t.start = start;
   t.step = step;
   return t;
-}
-
-// mysql://idforge:idforge@127.0.0.1:PORT/idforge plus `query`.
-std::string with_query(const std::string& url, const std::string& query) {
-  return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
 }
 
 TEST(MysqlStoreTest, OwnTableIsCreatedAndRangesCountUpToMaxId) {

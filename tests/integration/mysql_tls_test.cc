@@ -10,15 +10,15 @@
 #include "integration/services.h"
 #include "store/store_factory.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
-using test_support::RunResult;
+using test::has;
+using test::with_query;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test_support::RunResult;
 
 // The --tls server, started once per test binary; stopped with the rest at the end.
 const Result<Server>& tls_server() {
@@ -29,11 +29,6 @@ const Result<Server>& tls_server() {
 
 std::string ca_of(const Server& server) { return server.dir + "/tls/ca.pem"; }
 
-// The URL with its query, e.g. "tls=verify&tls_ca=/path".
-std::string with_query(const std::string& url, const std::string& query) {
-  return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
-}
-
 // What an error may show of the URL: everything but the password.
 std::string shown_url(const Server& server) {
   std::string shown = server.url;
@@ -42,7 +37,7 @@ std::string shown_url(const Server& server) {
   return shown;
 }
 
-TagSpec spec(const std::string& name) {
+TagSpec tls_tag(const std::string& name) {
   TagSpec t;
   t.name = name;
   t.start = 1;
@@ -57,7 +52,7 @@ TEST(MysqlTlsTest, VerifiedTlsConnectsAndAllocates) {
   auto s = store::open_store(with_query(server->url, "tls=verify&tls_ca=" + ca_of(*server)));
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const std::string tag = unique_tag("tls");
-  ASSERT_TRUE((*s)->create_tag(spec(tag)).ok());
+  ASSERT_TRUE((*s)->create_tag(tls_tag(tag)).ok());
   Result<Segment> a = (*s)->allocate(tag, 0);
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   EXPECT_EQ(a->first, 1u);
@@ -110,7 +105,7 @@ TEST(MysqlTlsTest, AWrongCaIsRefusedWithAClearError) {
   auto unverified = store::open_store(with_query(server->url, "tls=on"));
   ASSERT_TRUE(unverified.ok()) << unverified.status().to_string();
   const std::string tag = unique_tag("tlson");
-  ASSERT_TRUE((*unverified)->create_tag(spec(tag)).ok());
+  ASSERT_TRUE((*unverified)->create_tag(tls_tag(tag)).ok());
   EXPECT_TRUE((*unverified)->allocate(tag, 0).ok());
 }
 

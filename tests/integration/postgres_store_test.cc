@@ -13,17 +13,16 @@
 #include "integration/services.h"
 #include "store/store_factory.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
+using test::ms_since;
+
 using Clock = std::chrono::steady_clock;
 using test_support::Child;
 using test_support::RunResult;
-
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 
 std::string port_of(const std::string& url) {
   const size_t colon = url.rfind(':');

@@ -34,20 +34,15 @@
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
+using test::has;
+using test::trim;
+
 using Clock = std::chrono::steady_clock;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class RedisRegistryTest : public ::testing::Test {
  protected:

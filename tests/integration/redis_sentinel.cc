@@ -10,16 +10,14 @@
 #include <vector>
 
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration::redis_ha {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using test::trim;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using Clock = std::chrono::steady_clock;
 
 // `scripts/test-services start KIND DIR ARGS... --owner <this process>`; the server's URL.
 Result<Server> start(const std::string& kind, const std::string& name,

@@ -24,20 +24,15 @@
 #include "store/store_factory.h"
 #include "store/store_set.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
+using test::has;
+using test::trim;
+
 using std::chrono::milliseconds;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A primary, its replica and three Sentinels; the primary is killed (SIGKILL) while two
 // `idforge serve` nodes take Snowflake IDs (worker ids from the registry behind the

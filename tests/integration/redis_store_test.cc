@@ -12,15 +12,14 @@
 #include "integration/services.h"
 #include "store/store_factory.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using test::ms_since;
 
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
+using Clock = std::chrono::steady_clock;
 
 std::string port_of(const std::string& url) { return url.substr(url.rfind(':') + 1); }
 

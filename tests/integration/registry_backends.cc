@@ -15,9 +15,13 @@
 #include "coord/zookeeper/zk_session.h"
 #include "coord/zookeeper/zookeeper_registry.h"
 #include "integration/services.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
+
+using test::ms_since;
+using test::trim;
 
 constexpr RegistryTraits kRedisTraits = {
     .short_ttl_ms = 1000,
@@ -52,11 +56,6 @@ constexpr RegistryTraits kZookeeperTraits = {
     .harness_kill_max_ms = 4000 + 2000,
     .harness_kill_min_ms = 4000 * 2 / 3 - 100,
 };
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s;
-}
 
 // Keys idforge:<cluster>:worker|identity|hw:<name>, read and written with redis-cli.
 class RedisBackend final : public RegistryBackend {
@@ -213,11 +212,6 @@ class ZookeeperBackend final : public RegistryBackend {
 };
 
 }  // namespace
-
-int64_t ms_since(std::chrono::steady_clock::time_point t) {
-  const auto elapsed = std::chrono::steady_clock::now() - t;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-}
 
 void sleep_ms(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 

@@ -19,6 +19,7 @@
 
 #include "core/worker_registry.h"
 #include "idforge/status.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 
@@ -75,7 +76,7 @@ struct RegistryTraits {
 };
 
 // The waits of the registry tests, in milliseconds on the steady clock.
-int64_t ms_since(std::chrono::steady_clock::time_point t);
+using test::ms_since;  // support/text.h
 void sleep_ms(int64_t ms);
 
 // What a read answers for a key (node) that does not exist.

@@ -29,15 +29,14 @@
 #include "integration/registry_backends.h"
 #include "integration/registry_harness.h"
 #include "integration/services.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using test::has;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using Clock = std::chrono::steady_clock;
 
 class RegistryContractTest : public ::testing::TestWithParam<RegistryKind> {
  protected:

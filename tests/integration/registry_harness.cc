@@ -13,9 +13,12 @@
 
 #include "integration/services.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
+
+using test::trim;
 
 using Ms = std::chrono::milliseconds;
 using test_support::ExitInfo;
@@ -28,14 +31,6 @@ constexpr int64_t kPollMs = 20;
 
 int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - since).count();
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return std::string(s);
 }
 
 // The value of the complete "key: value" line starting with `key`, or empty.

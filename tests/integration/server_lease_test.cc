@@ -13,18 +13,16 @@
 
 #include "integration/services.h"
 #include "server/service/id_service.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
 
+using test::trim;
+
 using server::IdService;
 using server::ServiceConfig;
 using Steady = std::chrono::steady_clock;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // A service whose worker ids come from `redis` with the given TTL.
 ServiceConfig config_on(const Server& redis, const std::string& name, int64_t ttl_ms) {

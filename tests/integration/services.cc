@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
+
+using test::trim;
 
 using test_support::Child;
 using test_support::RunResult;
@@ -28,11 +31,6 @@ using test_support::RunResult;
 std::recursive_mutex& services_mutex() {
   static std::recursive_mutex mu;
   return mu;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
 }
 
 std::string kind_name(ServerKind kind) {

@@ -15,9 +15,12 @@
 #include "integration/serve_node.h"
 #include "integration/services.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration {
 namespace {
+
+using test::ms_since;
 
 using Steady = std::chrono::steady_clock;
 constexpr int64_t kTtlMs = 2500;
@@ -27,10 +30,6 @@ std::string registry_url() {
   EXPECT_TRUE(redis.ok()) << redis.status().to_string();
   return (redis.ok() ? *redis : "") + "?ttl_ms=" + std::to_string(kTtlMs) +
          "&cluster=" + unique_tag("sd");
-}
-
-int64_t ms_since(Steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - t).count();
 }
 
 TEST(StartDelayServeTest, OnlySnowflakeWaitsOutTheStartDelayOfANewRedisRegistry) {

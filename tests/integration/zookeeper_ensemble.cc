@@ -16,16 +16,14 @@
 
 #include "coord/zookeeper/zk_session.h"
 #include "support/process.h"
+#include "support/text.h"
 
 namespace idforge::integration::zk {
 namespace {
 
-using std::chrono::milliseconds;
+using test::trim;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using std::chrono::milliseconds;
 
 int ms_left(Steady::time_point deadline) {
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - Steady::now()).count();

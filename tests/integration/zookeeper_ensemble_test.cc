@@ -19,9 +19,12 @@
 #include <vector>
 
 #include "integration/services.h"
+#include "support/text.h"
 
 namespace idforge::integration::zk {
 namespace {
+
+using test::ms_since;
 
 using std::chrono::milliseconds;
 
@@ -31,10 +34,6 @@ constexpr int64_t kTtlMs = 3000;
 // The longest run of failed requests allowed. The server keeps its time mark a fence
 // window ahead, so a session that moves in time fails none at all.
 constexpr milliseconds kShortWindow{500};
-
-int64_t ms_since(Steady::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(Steady::now() - t).count();
-}
 
 struct Node {
   std::string name;

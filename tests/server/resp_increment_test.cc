@@ -21,6 +21,7 @@ namespace {
 
 using resp_test::drive;
 using resp_test::Driven;
+using resp_test::numbers;
 using resp_test::replies_of;
 using resp_test::Reply;
 using ::testing::ElementsAre;
@@ -28,12 +29,6 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 class RespIncrementTest : public resp_test::RespSessionFixture {};
-
-std::vector<uint64_t> numbers(const Reply& array) {
-  std::vector<uint64_t> ids;
-  for (const Reply& item : array.items) ids.push_back(item.number());
-  return ids;
-}
 
 TEST_F(RespIncrementTest, IncrbyAnswersTheLastOfContiguousIds) {
   // The first request of the tag waits on the store: a job answers it.

@@ -36,6 +36,13 @@ struct Reply {
   uint64_t number() const { return std::stoull(text); }
 };
 
+// The numbers of an array reply's items, in order.
+inline std::vector<uint64_t> numbers(const Reply& array) {
+  std::vector<uint64_t> ids;
+  for (const Reply& item : array.items) ids.push_back(item.number());
+  return ids;
+}
+
 inline bool read_line(std::string_view in, size_t& pos, std::string& line) {
   const size_t end = in.find("\r\n", pos);
   if (end == std::string_view::npos) return false;

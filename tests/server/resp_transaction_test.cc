@@ -25,14 +25,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Next = Session::Next;
+using resp_test::numbers;
 
 class RespTransactionTest : public resp_test::RespSessionFixture {};
-
-std::vector<uint64_t> numbers(const Reply& array) {
-  std::vector<uint64_t> ids;
-  for (const Reply& item : array.items) ids.push_back(item.number());
-  return ids;
-}
 
 TEST_F(RespTransactionTest, ExecAnswersTheQueuedCommandsAsOneArrayInOrder) {
   Driven run = send(

@@ -13,19 +13,17 @@
 #include <thread>
 
 #include "support/faketime.h"
+#include "support/text.h"
 #include "wire.h"
 
 namespace idforge::torture {
 namespace {
 
+using test::trim;
+
 using test_support::ExitInfo;
 using test_support::read_file;
 using test_support::RunResult;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // The port after "PREFIX127.0.0.1:" in the server's start-up line; 0 if absent.
 int port_after(const std::string& out, const std::string& prefix) {

@@ -19,19 +19,18 @@
 
 #include "idforge/snowflake.h"
 #include "log/log.h"
+#include "support/text.h"
 
 namespace idforge::coord {
 namespace {
+
+using test::ms_since;
 
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr int64_t kTtlMs = 2000;
 const int64_t kFenceMs = default_fence_after_ms(kTtlMs);
-
-int64_t ms_since(SteadyClock::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(SteadyClock::now() - t).count();
-}
 
 // A registry in memory. Renews succeed, fail with a set status, or hang until let go.
 class FakeRegistry final : public WorkerRegistry {

@@ -14,13 +14,14 @@
 namespace idforge {
 namespace {
 
+using testing::kT0;
+
 using testing::make_generator;
 using testing::manual_options;
 using testing::parts;
 using testing::strictly_increasing;
 using testing::take;
 
-constexpr int64_t kT0 = 1'700'000'000'000;
 constexpr int64_t kHourMs = 3'600'000;
 
 // A manual wall clock with a monotonic clock beside it that only real time moves.

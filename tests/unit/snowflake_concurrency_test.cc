@@ -13,6 +13,8 @@
 namespace idforge {
 namespace {
 
+using testing::kT0;
+
 using testing::make_generator;
 
 // Sorts all IDs and reports the first repeated one, or 0.
@@ -86,7 +88,6 @@ TEST(SnowflakeConcurrency, ClockChaosNeverRepeatsUnderAnyPolicy) {
   for (auto policy : {RollbackPolicy::kLogical, RollbackPolicy::kWait, RollbackPolicy::kReject,
                       RollbackPolicy::kRing}) {
     SCOPED_TRACE(std::string(policy_name(policy)));
-    constexpr int64_t kT0 = 1'700'000'000'000;
     ManualClock clock(kT0, /*auto_advance=*/false);
     SnowflakeOptions o;
     o.clock = &clock;

@@ -13,11 +13,12 @@
 namespace idforge {
 namespace {
 
+using testing::kT0;
+
 using testing::make_generator;
 using testing::manual_options;
 using testing::take;
 
-constexpr int64_t kT0 = 1'700'000'000'000;
 constexpr const char* kTwitterSpec = "time:41,datacenter:5,worker:5,sequence:12";
 
 // The largest ID `layout` can make at or before `unix_ms` on any node.

@@ -19,12 +19,12 @@
 namespace idforge {
 namespace {
 
+using testing::kT0;
+
 using testing::make_generator;
 using testing::manual_options;
 using testing::parts;
 using testing::take;
-
-constexpr int64_t kT0 = 1'700'000'000'000;
 
 class FailingStore final : public HighWaterStore {
  public:

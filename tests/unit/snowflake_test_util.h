@@ -8,8 +8,12 @@
 
 #include "core/snowflake_impl.h"
 #include "idforge/snowflake.h"
+#include "support/ordering.h"
 
 namespace idforge::testing {
+
+// The manual clock's start in the Snowflake tests: 2023-11-14T22:13:20Z.
+inline constexpr int64_t kT0 = 1'700'000'000'000;
 
 // Fields of the twitter layout, decoded.
 struct Parts {
@@ -58,11 +62,6 @@ inline std::vector<uint64_t> take(SnowflakeGenerator& gen, size_t n) {
   return ids;
 }
 
-inline bool strictly_increasing(const std::vector<uint64_t>& ids) {
-  for (size_t i = 1; i < ids.size(); ++i) {
-    if (ids[i] <= ids[i - 1]) return false;
-  }
-  return true;
-}
+using test::strictly_increasing;
 
 }  // namespace idforge::testing

@@ -1,0 +1,36 @@
+// Small helpers the tests share for reading what a command or server printed, and for
+// timing it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace idforge::test {
+
+// The text without the spaces, tabs and line ends around it (a command's output).
+inline std::string trim(std::string_view text) {
+  const size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return "";
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(begin, end - begin + 1));
+}
+
+// Whether `part` occurs in `text`.
+inline bool has(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// `url` with one more query parameter ("key=value").
+inline std::string with_query(const std::string& url, const std::string& query) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
+}
+
+// Milliseconds on the steady clock since `start`.
+inline int64_t ms_since(std::chrono::steady_clock::time_point start) {
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+}
+
+}  // namespace idforge::test
