@@ -20,8 +20,8 @@ void RequestRecord::finish(Metrics& metrics, int status, SteadyClock::time_point
   ticket.release();
 }
 
-std::function<void(std::string& out)> answer_on_worker(Metrics& metrics, RequestRecord record,
-                                                       std::function<int(std::string& out)> answer) {
+std::function<void(std::string& out)> answer_on_worker(
+    Metrics& metrics, RequestRecord record, std::function<int(std::string& out)> answer) {
   // Shared: a std::function must be copyable, and the record's in-flight place is not.
   return [metrics = &metrics, record = std::make_shared<RequestRecord>(std::move(record)),
           answer = std::move(answer)](std::string& out) {

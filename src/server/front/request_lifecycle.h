@@ -91,8 +91,9 @@ template <typename Answer>
 std::function<int(std::string& out)> wait_for_segment_ids(IdService& service, std::string_view tag,
                                                           std::span<const uint64_t> ids,
                                                           size_t taken, Answer answer) {
-  return [service = &service, tag = std::string(tag), ids = std::vector<uint64_t>(ids.begin(), ids.end()),
-          taken, answer = std::move(answer)](std::string& out) mutable {
+  return [service = &service, tag = std::string(tag),
+          ids = std::vector<uint64_t>(ids.begin(), ids.end()), taken,
+          answer = std::move(answer)](std::string& out) mutable {
     const Status made = service->segment(tag, std::span<uint64_t>(ids).subspan(taken));
     return answer(out, made, std::span<const uint64_t>(ids), std::string_view(tag));
   };

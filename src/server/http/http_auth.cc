@@ -17,8 +17,6 @@
 namespace idforge::server {
 namespace {
 
-constexpr int kHttp = Metrics::kHttp;
-
 // What a route needs, of which tag, for how many IDs.
 struct Access {
   Need need = Need::kNone;
@@ -28,7 +26,7 @@ struct Access {
 
 // A request's count as the handler will read it (parse_request_count); 0 when it will
 // refuse it (the handler answers that), so only counts that would be served meet max_ids.
-uint64_t count_of(http::Call& c) {
+uint64_t count_for_limit(http::Call& c) {
   Result<std::string_view> text = http::param(c.s.query, "count");
   if (!text.ok()) return 0;
   Result<uint64_t> n = parse_request_count(*text, c.service.config().max_count);
@@ -46,12 +44,12 @@ uint64_t tinyid_batch_of(http::Call& c) {
 Access access_of(http::Call& c, Route route) {
   switch (route) {
     case Route::kSnowflake:
-      return {Need::kSnowflake, {}, count_of(c)};
+      return {Need::kSnowflake, {}, count_for_limit(c)};
     case Route::kLeafSnowflake:
       return {Need::kSnowflake, {}, 1};
     case Route::kSegment:
     case Route::kSerial:
-      return {Need::kSegment, c.capture, count_of(c)};
+      return {Need::kSegment, c.capture, count_for_limit(c)};
     case Route::kLeafSegment:
       return {Need::kSegment, c.capture, 1};
     case Route::kTinyid: {
@@ -62,7 +60,7 @@ Access access_of(http::Call& c, Route route) {
     }
     case Route::kUuid7:
     case Route::kUlid:
-      return {Need::kUuid, {}, count_of(c)};
+      return {Need::kUuid, {}, count_for_limit(c)};
     case Route::kMetrics:
     case Route::kStatus:
       return {Need::kMetrics, {}, 0};
@@ -77,7 +75,7 @@ Access access_of(http::Call& c, Route route) {
 }
 
 int refuse_unauthorized(http::Call& c, AuthFailure reason, bool tinyid) {
-  c.service.metrics().record_auth_failure(kHttp, reason);
+  c.service.metrics().record_auth_failure(Metrics::kHttp, reason);
   if (reason == AuthFailure::kMissing) {
     write_error(c.out, c.mode, 401, "unauthorized",
                 tinyid ? "this route needs a token: 'Authorization: Bearer <token>' or ?token="
@@ -91,7 +89,7 @@ int refuse_unauthorized(http::Call& c, AuthFailure reason, bool tinyid) {
 }
 
 int refuse_scope(http::Call& c, const Token& token, const Access& access) {
-  c.service.metrics().record_auth_failure(kHttp, AuthFailure::kScope);
+  c.service.metrics().record_auth_failure(Metrics::kHttp, AuthFailure::kScope);
   token.state->scope_refusals.fetch_add(1, std::memory_order_relaxed);
   const std::string scope = scope_name(access.need, access.tag);
   // The scope goes into a header only when it is plain text: a tag is the client's.
@@ -107,7 +105,7 @@ int refuse_scope(http::Call& c, const Token& token, const Access& access) {
 }
 
 int refuse_limit(http::Call& c, const Refusal& refusal, bool connection) {
-  c.service.metrics().record_limit_refusal(kHttp, refusal.limit, connection);
+  c.service.metrics().record_limit_refusal(Metrics::kHttp, refusal.limit, connection);
   std::string body = R"({"error":{"code":"too_many_requests","message":)";
   append_json_string(body, refusal.message);
   body += R"(,"limit":)";
