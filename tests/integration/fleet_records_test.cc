@@ -19,7 +19,7 @@
 #include "core/worker_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
-#include "unit/floor_race.h"
+#include "unit/core/floor_race.h"
 
 namespace idforge::integration {
 namespace {

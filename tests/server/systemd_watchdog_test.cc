@@ -2,7 +2,7 @@
 // interval while its checks pass and stops, saying why once, when one fails; the
 // server's checks see a stuck event loop (NetServer::loops_responsive) and are wired to
 // the lease keeper's rounds (whose staleness is tested in
-// tests/unit/lease_keeper_round_test.cc). tests/e2e/serve_systemd_test.cc runs the real
+// tests/unit/coord/lease_keeper_round_test.cc). tests/e2e/serve_systemd_test.cc runs the real
 // binary against a notify socket.
 //
 // Seen to fail with the guard taken out: with the ping made unconditional in

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "floor_race.h"
-#include "rewindable_store.h"
 #include "store/served_marks.h"
 #include "store/store_guard.h"
 #include "store/store_set.h"
+#include "unit/store/rewindable_store.h"
 
 namespace idforge {
 namespace {
