@@ -94,7 +94,4 @@ class FakeServer {
   uint16_t port_ = 0;
 };
 
-// A loopback port nothing listens on (connections are refused).
-uint16_t free_port();
-
 }  // namespace idforge::client_test

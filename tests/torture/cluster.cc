@@ -1,18 +1,15 @@
 #include "cluster.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <thread>
 
 #include "support/faketime.h"
+#include "support/ports.h"
 #include "support/text.h"
 #include "wire.h"
 
@@ -32,18 +29,6 @@ int port_after(const std::string& out, const std::string& prefix) {
   const size_t colon = out.find(':', at + prefix.size());
   if (colon == std::string::npos) return 0;
   return std::atoi(out.c_str() + colon + 1);
-}
-
-bool port_is_free(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
 }
 
 // `"key":value` of a JSON object, as text (enough for the status's numbers and words).
@@ -145,18 +130,6 @@ Status Service::restart() {
   return Status::Ok();
 }
 
-int pick_port() {
-  static std::mt19937 rng(std::random_device{}());
-  // Below 32768, Linux's ephemeral range, so that no outgoing connection takes it
-  // between two starts; the test-services script draws 20000-32000, we draw above it.
-  std::uniform_int_distribution<int> dist(32000, 32700);
-  for (int i = 0; i < 500; ++i) {
-    const int port = dist(rng);
-    if (port_is_free(port)) return port;
-  }
-  return 0;
-}
-
 HttpAnswer http_get(int port, const std::string& target, std::chrono::milliseconds timeout) {
   HttpAnswer answer;
   const auto deadline = Clock::now() + timeout;
@@ -195,9 +168,10 @@ bool ServerProc::set_offset(int64_t offset_ms) {
 
 bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t offset_ms) {
   if (http_port.load() == 0) {
-    http_port = pick_port();
-    int resp = pick_port();
-    while (resp == http_port.load()) resp = pick_port();
+    // Ports below the ephemeral range: kept across restarts (see cluster.h).
+    http_port = test_support::port_below_ephemeral_range();
+    int resp = test_support::port_below_ephemeral_range();
+    while (resp == http_port.load()) resp = test_support::port_below_ephemeral_range();
     resp_port = resp;
   }
   if (!set_offset(offset_ms)) {

@@ -135,10 +135,6 @@ class ServerProc {
   std::string last_failure_;
 };
 
-// A loopback port below Linux's ephemeral range that nothing listens on now; such a
-// port is not handed to outgoing connections, so a restart can bind it again.
-int pick_port();
-
 // A plain HTTP GET on 127.0.0.1:port: status code (0 when unreachable) and body.
 struct HttpAnswer {
   int status = 0;
