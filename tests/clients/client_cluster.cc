@@ -3,22 +3,18 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <regex>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -27,35 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs argv with stdout and stderr to `log`; its exit status, or -1.
-int run(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using test_support::read_file;
 
 }  // namespace
 
@@ -70,90 +38,63 @@ ServerProc::ServerProc(std::string bin, std::string root, std::string shared, st
 ServerProc::~ServerProc() { kill9(); }
 
 bool ServerProc::start(std::string* error) {
-  const std::vector<std::string> argv = {
-      bin_, "serve", "--http", "127.0.0.1:" + std::to_string(http_port_), "--resp",
-      "127.0.0.1:" + std::to_string(resp_port_), "--data-dir", data_dir_, "--registry",
-      "local:" + shared_ + "/workers", "--store", "sqlite:" + shared_ + "/segments.db",
-      "--identity", "cpp-client-test-" + name_, "--io-threads", "1", "--worker-threads", "2",
-      "--io-spin-us", "0",
-      // A loaded machine (make test runs much at once) can delay the thread that renews
-      // the time reservation; wait for it rather than answer 503.
-      "--max-wait-ms", "250", "--log-level", "warn"};
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // The listening lines of a previous run must not be read as this one's.
-  ::unlink(out_path_.c_str());
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    *error = "fork failed";
+  // Ports 0 the first time (the kernel picks), the same ones after: the clients under test
+  // keep their server list. stdout is truncated, so a previous run's listening lines are
+  // not read as this one's; stderr is one file across restarts.
+  const Status launched = child_.launch({
+      .bin = bin_,
+      .http_port = http_port_,
+      .resp_port = resp_port_,
+      .data_dir = data_dir_,
+      .args = {"--registry", "local:" + shared_ + "/workers", "--store",
+               "sqlite:" + shared_ + "/segments.db", "--identity", "cpp-client-test-" + name_,
+               "--io-threads", "1", "--worker-threads", "2", "--io-spin-us", "0",
+               // A loaded machine (make test runs much at once) can delay the thread that
+               // renews the time reservation; wait for it rather than answer 503.
+               "--max-wait-ms", "250", "--log-level", "warn"},
+      .out_path = out_path_,
+      .err_path = err_path_,
+      .append_err = true,
+      // A server outlives nothing: killed with the test process (a ctest timeout).
+      .die_with_parent = true,
+  });
+  stopped_ = false;
+  if (!launched.ok()) {
+    *error = launched.message();
     return false;
   }
-  if (pid == 0) {
-    // A server outlives nothing: killed with the test process (a ctest timeout).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0 || err < 0) ::_exit(125);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::execv(args[0], args.data());
-    ::_exit(127);
+  const Result<test_support::ServePorts> ports =
+      child_.await_ports(milliseconds(15'000), /*stderr_lines=*/0);
+  if (!ports.ok()) {
+    kill9();
+    const std::string err = child_.stderr_text();
+    *error = "idforge serve " + name_ +
+             " did not start: " + err.substr(err.size() > 2000 ? err.size() - 2000 : 0);
+    return false;
   }
-  pid_ = pid;
-  stopped_ = false;
-  static const std::regex http_line(R"(idforge serve: http http://127\.0\.0\.1:(\d+)/)");
-  static const std::regex resp_line(R"(idforge serve: resp redis://127\.0\.0\.1:(\d+))");
-  const Clock::time_point deadline = Clock::now() + milliseconds(15'000);
-  for (;;) {
-    const std::string out = slurp(out_path_);
-    std::smatch h;
-    std::smatch r;
-    if (std::regex_search(out, h, http_line) && std::regex_search(out, r, resp_line)) {
-      http_port_ = static_cast<uint16_t>(std::stoi(h[1]));
-      resp_port_ = static_cast<uint16_t>(std::stoi(r[1]));
-      return true;
-    }
-    int status = 0;
-    const bool ended = ::waitpid(pid_, &status, WNOHANG) == pid_;
-    if (ended) pid_ = -1;
-    if (ended || Clock::now() > deadline) {
-      kill9();
-      const std::string err = slurp(err_path_);
-      *error = "idforge serve " + name_ +
-               " did not start: " + err.substr(err.size() > 2000 ? err.size() - 2000 : 0);
-      return false;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  http_port_ = static_cast<uint16_t>(ports->http);
+  resp_port_ = static_cast<uint16_t>(ports->resp);
+  return true;
 }
 
 void ServerProc::kill9() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
+  if (!child_.running()) return;
+  child_.kill();
   stopped_ = false;
 }
 
 void ServerProc::sigstop() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGSTOP);
+  if (!child_.running()) return;
+  child_.send_signal(SIGSTOP);
   stopped_ = true;
-  const std::string task_dir = "/proc/" + std::to_string(pid_) + "/task";
+  const std::string task_dir = "/proc/" + std::to_string(child_.pid()) + "/task";
   const Clock::time_point deadline = Clock::now() + milliseconds(5'000);
   while (Clock::now() < deadline) {
     bool all = true;
     int threads = 0;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(task_dir, ec)) {
-      const std::string stat = slurp(entry.path().string() + "/stat");
+      const std::string stat = read_file(entry.path().string() + "/stat");
       const size_t paren = stat.rfind(')');
       if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
       ++threads;
@@ -166,24 +107,14 @@ void ServerProc::sigstop() {
 }
 
 void ServerProc::sigcont() {
-  if (pid_ > 0) ::kill(pid_, SIGCONT);
+  child_.send_signal(SIGCONT);
   stopped_ = false;
 }
 
 void ServerProc::terminate() {
-  if (pid_ <= 0) return;
-  sigcont();
-  ::kill(pid_, SIGTERM);
-  const Clock::time_point deadline = Clock::now() + milliseconds(5'000);
-  while (Clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  kill9();
+  if (!child_.running()) return;
+  child_.stop(milliseconds(5'000));  // SIGCONT, SIGTERM, SIGKILL after 5 s
+  stopped_ = false;
 }
 
 std::unique_ptr<Cluster> Cluster::start(const std::string& bin,
@@ -199,11 +130,12 @@ std::unique_ptr<Cluster> Cluster::start(const std::string& bin,
   const std::string shared = tmpl + "/shared";
   ::mkdir(shared.c_str(), 0700);
   for (const std::string& tag : tags) {
-    const int status = run({bin, "tag", "create", tag, "--step", "100", "--start", "1", "--store",
-                            "sqlite:" + shared + "/segments.db", "--data-dir", tmpl + "/setup"},
-                           tmpl + "/setup.log");
-    if (status != 0) {
-      *error = "idforge tag create " + tag + " failed: " + slurp(tmpl + "/setup.log");
+    const test_support::RunResult r = test_support::run_command(
+        {bin, "tag", "create", tag, "--step", "100", "--start", "1", "--store",
+         "sqlite:" + shared + "/segments.db", "--data-dir", tmpl + "/setup"},
+        tmpl + "/setup");
+    if (r.exit_code != 0) {
+      *error = "idforge tag create " + tag + " failed: " + r.out + r.err;
       return nullptr;
     }
   }
@@ -318,18 +250,6 @@ int FakeServer::requests() const { return state_->requests.load(); }
 void FakeServer::set_answer(std::string answer) {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->answer = std::move(answer);
-}
-
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 }  // namespace idforge::client_test

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "support/serve_launch.h"
+
 namespace idforge::client_test {
 
 class ServerProc {
@@ -33,7 +35,7 @@ class ServerProc {
   void sigcont();
   // SIGTERM, SIGKILL after 5 s.
   void terminate();
-  bool running() const { return pid_ > 0; }
+  bool running() const { return child_.running(); }
   bool stopped() const { return stopped_; }
 
   std::string http() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
@@ -46,7 +48,7 @@ class ServerProc {
   std::string shared_;
   std::string out_path_;
   std::string err_path_;
-  pid_t pid_ = -1;
+  test_support::ServeChild child_;
   bool stopped_ = false;
   uint16_t http_port_ = 0;
   uint16_t resp_port_ = 0;
@@ -93,8 +95,5 @@ class FakeServer {
   std::shared_ptr<State> state_;
   uint16_t port_ = 0;
 };
-
-// A loopback port nothing listens on (connections are refused).
-uint16_t free_port();
 
 }  // namespace idforge::client_test

@@ -18,6 +18,7 @@
 #include "client_cluster.h"
 #include "client_fixture.h"
 #include "idforge/client.h"
+#include "support/ports.h"
 
 namespace idforge::client_test {
 namespace {
@@ -113,8 +114,10 @@ TEST_F(ClientServersTest, AStoppedServerDuringBackgroundRefillsCostsTheCallerNot
 }
 
 TEST_F(ClientServersTest, NoServerAtAllFailsAtOnceNamingEachServer) {
-  const std::string dead_http = "http://127.0.0.1:" + std::to_string(client_test::free_port());
-  const std::string dead_resp = "redis://127.0.0.1:" + std::to_string(client_test::free_port());
+  const std::string dead_http =
+      "http://127.0.0.1:" + std::to_string(test_support::unused_loopback_port());
+  const std::string dead_resp =
+      "redis://127.0.0.1:" + std::to_string(test_support::unused_loopback_port());
   ClientOptions o;
   o.buffer = false;
   o.backoff_ms = 1000;

@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -55,27 +54,8 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string cut(std::string_view text, size_t max = 3000) {
   return text.size() <= max ? std::string(text) : std::string(text.substr(0, max)) + "...";
-}
-
-// The environment without IDFORGE_* (a developer's IDFORGE_CONFIG must not change what
-// the tests start), plus `extra`.
-std::vector<std::string> server_environment(const std::vector<std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).starts_with("IDFORGE_")) continue;
-    env.emplace_back(*e);
-  }
-  env.insert(env.end(), extra.begin(), extra.end());
-  return env;
 }
 
 std::vector<char*> pointers(std::vector<std::string>& strings) {
@@ -89,17 +69,6 @@ int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
-}
-
-// "HOST:PORT" -> PORT; 0 when it is not one.
-uint16_t port_of(std::string_view endpoint) {
-  size_t colon = endpoint.rfind(':');
-  if (colon == std::string_view::npos) return 0;
-  std::string digits(endpoint.substr(colon + 1));
-  if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != digits.npos)
-    return 0;
-  int port = std::stoi(digits);
-  return port > 0 && port < 65536 ? static_cast<uint16_t>(port) : 0;
 }
 
 // Where the RESP value starting at `pos` ends; npos when incomplete or not RESP.
@@ -385,7 +354,6 @@ std::unique_ptr<ServeProcess> ServeProcess::start(const ServeOptions& options, s
   std::unique_ptr<ServeProcess> server(new ServeProcess());
   server->dir_ = std::make_unique<TempDir>();
   server->data_dir_ = options.data_dir.empty() ? server->dir_->path() + "/data" : options.data_dir;
-  server->stderr_path_ = server->dir_->path() + "/serve.stderr";
 
   for (std::vector<std::string> args : options.setup) {
     args.insert(args.end(), {"--data-dir", server->data_dir_});
@@ -396,85 +364,34 @@ std::unique_ptr<ServeProcess> ServeProcess::start(const ServeOptions& options, s
     }
   }
 
-  std::vector<std::string> argv = {IDFORGE_BIN, "serve",       "--http",     "127.0.0.1:0",
-                                   "--resp",    "127.0.0.1:0", "--data-dir", server->data_dir_};
-  argv.insert(argv.end(), options.flags.begin(), options.flags.end());
-  std::vector<std::string> env = server_environment(options.env);
-  std::vector<char*> args = pointers(argv);
-  std::vector<char*> envp = pointers(env);
-
-  int out_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) die("pipe2");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, server->stderr_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    errno = rc;
-    die("posix_spawn " IDFORGE_BIN);
-  }
-  server->pid_ = pid;
-  server->stdout_fd_ = out_pipe[0];
-
-  // Read stdout until the two lines are there, the process ends, or time runs out.
-  std::string out;
-  const Clock::time_point deadline = Clock::now() + options.start_timeout;
-  auto line_count = [&] { return std::count(out.begin(), out.end(), '\n'); };
-  bool eof = false;
-  while (line_count() < 2 && !eof) {
-    pollfd fd{server->stdout_fd_, POLLIN, 0};
-    int ready = ::poll(&fd, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) break;
-    char buf[4096];
-    ssize_t n = ::read(server->stdout_fd_, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      eof = true;
-      break;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-
-  const std::string http_prefix = "idforge serve: http http://";
-  const std::string resp_prefix = "idforge serve: resp redis://";
-  std::istringstream lines(out);
-  std::string http_line;
-  std::string resp_line;
-  std::getline(lines, http_line);
-  std::getline(lines, resp_line);
-  if (http_line.starts_with(http_prefix) && http_line.ends_with("/")) {
-    server->http_port_ =
-        port_of(http_line.substr(http_prefix.size(), http_line.size() - http_prefix.size() - 1));
-  }
-  if (resp_line.starts_with(resp_prefix)) {
-    server->resp_port_ = port_of(resp_line.substr(resp_prefix.size()));
-  }
-  if (line_count() < 2 || server->http_port_ == 0 || server->resp_port_ == 0) {
-    int code = server->stop(SIGKILL, milliseconds(5'000));
-    *error = "idforge serve did not print its two listening lines (exit " + std::to_string(code) +
-             ")\n--- stdout:\n" + cut(out) + "\n--- stderr:\n" + cut(slurp(server->stderr_path_));
+  const Status launched =
+      server->child_.launch({.bin = IDFORGE_BIN,
+                             .data_dir = server->data_dir_,
+                             .args = options.flags,
+                             .env = options.env,
+                             .out_path = server->dir_->path() + "/serve.stdout",
+                             .err_path = server->dir_->path() + "/serve.stderr"});
+  if (!launched.ok()) {
+    *error = launched.message();
     return nullptr;
   }
+  // The stderr goes into the message whole below, with the stdout.
+  const Result<test_support::ServePorts> ports =
+      server->child_.await_ports(options.start_timeout, /*stderr_lines=*/0);
+  if (!ports.ok()) {
+    server->child_.kill();
+    *error = "idforge serve did not print its two listening lines (" + ports.status().message() +
+             ")\n--- stdout:\n" + cut(server->child_.stdout_text()) + "\n--- stderr:\n" +
+             cut(server->stderr_text());
+    return nullptr;
+  }
+  server->http_port_ = static_cast<uint16_t>(ports->http);
+  server->resp_port_ = static_cast<uint16_t>(ports->resp);
   return server;
 }
 
-ServeProcess::~ServeProcess() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  if (stdout_fd_ >= 0) ::close(stdout_fd_);
-}
+// The server goes before its temporary directory.
+ServeProcess::~ServeProcess() { child_.kill(); }
 
 std::string ServeProcess::url(std::string_view path) const {
   return "http://127.0.0.1:" + std::to_string(http_port_) + std::string(path);
@@ -519,7 +436,7 @@ RunResult ServeProcess::redis(const std::vector<std::string>& args, std::string_
   return run_program(argv, input);
 }
 
-std::string ServeProcess::stderr_text() const { return slurp(stderr_path_); }
+std::string ServeProcess::stderr_text() const { return child_.stderr_text(); }
 
 bool ServeProcess::wait_for_stderr(std::string_view needle, milliseconds timeout) const {
   const Clock::time_point deadline = Clock::now() + timeout;
@@ -643,35 +560,16 @@ std::optional<LogLine> parse_log_line(std::string_view text) {
   return line;
 }
 
-void ServeProcess::send_signal(int signal) const {
-  if (pid_ > 0) ::kill(pid_, signal);
-}
+void ServeProcess::send_signal(int signal) const { child_.send_signal(signal); }
 
 int ServeProcess::wait(milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  const Clock::time_point deadline = Clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    pid_t done = ::waitpid(pid_, &status, WNOHANG);
-    if (done == pid_) {
-      pid_ = -1;
-      return exit_code_of(status);
-    }
-    if (done < 0 && errno != EINTR) die("waitpid");
-    if (Clock::now() >= deadline) return -1;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  const std::optional<test_support::ExitInfo> exit = child_.wait(timeout);
+  return exit ? exit->code : -1;
 }
 
 int ServeProcess::stop(int signal, milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  send_signal(signal);
-  int code = wait(timeout);
-  if (code == -1 && pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    wait(milliseconds(5'000));
-  }
-  return code;
+  const std::optional<test_support::ExitInfo> exit = child_.stop(timeout, signal);
+  return exit ? exit->code : -1;
 }
 
 RawClient::RawClient(uint16_t port, int receive_buffer) {

@@ -1,7 +1,8 @@
 // `idforge serve` as the end-to-end tests drive it: a server process in a fresh temporary
 // data directory on free loopback ports, the two clients a user would point at it (curl
 // and redis-cli), and raw TCP sockets for the bytes no well-behaved client sends
-// (malformed requests, pipelining, binary garbage, stalled clients).
+// (malformed requests, pipelining, binary garbage, stalled clients). The process itself
+// is started and stopped by test_support::ServeChild (support/serve_launch.h).
 //
 // Not thread-safe: one test thread drives a ServeProcess and its RawClients.
 #pragma once
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "run_idforge.h"
+#include "support/serve_launch.h"
 
 namespace idforge::e2e {
 
@@ -113,7 +115,7 @@ class ServeProcess {
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
   uint16_t http_port() const { return http_port_; }
   uint16_t resp_port() const { return resp_port_; }
   const std::string& data_dir() const { return data_dir_; }
@@ -147,16 +149,14 @@ class ServeProcess {
   // SIGTERM (or `signal`) and wait; SIGKILL when it is still running after `timeout`
   // (then -1).
   int stop(int signal = SIGTERM, milliseconds timeout = milliseconds(10'000));
-  bool running() const { return pid_ > 0; }
+  bool running() const { return child_.running(); }
 
  private:
   ServeProcess() = default;
 
   std::unique_ptr<TempDir> dir_;
   std::string data_dir_;
-  std::string stderr_path_;
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
+  test_support::ServeChild child_;  // stdout and stderr in files of dir_
   uint16_t http_port_ = 0;
   uint16_t resp_port_ = 0;
 };

@@ -21,6 +21,7 @@
 #include "coord/etcd/etcd_registry.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
+#include "support/ports.h"
 
 namespace idforge::integration {
 namespace {
@@ -331,7 +332,7 @@ TEST(EtcdClusterTest, MembersOfTwoClustersAreRefusedAndNoMemberAnsweringNamesEac
 
   std::vector<std::string> nobody;
   while (nobody.size() < 3) {
-    const std::string member = "127.0.0.1:" + std::to_string(unused_port());
+    const std::string member = "127.0.0.1:" + std::to_string(test_support::unused_loopback_port());
     if (std::find(nobody.begin(), nobody.end(), member) == nobody.end()) nobody.push_back(member);
   }
   const auto started = Clock::now();

@@ -19,6 +19,7 @@
 #include "integration/lease_revoking_proxy.h"
 #include "integration/registry_backends.h"
 #include "integration/services.h"
+#include "support/ports.h"
 
 namespace idforge::integration {
 namespace {
@@ -165,7 +166,8 @@ TEST(EtcdRegistryOpenTest, BadUrlsAndAMissingServerFailClearlyAndFast) {
         << r.status().message();
   }
   const auto started = Clock::now();
-  auto none = coord::open_etcd_registry("etcd://127.0.0.1:" + std::to_string(unused_port()), o);
+  auto none = coord::open_etcd_registry(
+      "etcd://127.0.0.1:" + std::to_string(test_support::unused_loopback_port()), o);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kUnavailable) << none.status().to_string();
   EXPECT_LT(ms_since(started), 4000);

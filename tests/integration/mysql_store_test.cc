@@ -14,6 +14,7 @@
 #include "integration/mysql_schemas.h"
 #include "integration/services.h"
 #include "store/store_factory.h"
+#include "support/ports.h"
 #include "support/process.h"
 #include "support/text.h"
 
@@ -87,8 +88,9 @@ TEST(MysqlStoreTest, ThePasswordNeverAppearsInDescribeOrErrors) {
 
 TEST(MysqlStoreTest, NoServerIsUnavailableWithinSeconds) {
   const auto started = Clock::now();
-  auto s = store::open_store("mysql://idforge:pw@127.0.0.1:" + std::to_string(unused_port()) +
-                             "/idforge?connect_timeout=2");
+  auto s = store::open_store(
+      "mysql://idforge:pw@127.0.0.1:" + std::to_string(test_support::unused_loopback_port()) +
+      "/idforge?connect_timeout=2");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().to_string();
   EXPECT_LT(ms_since(started), 4000);

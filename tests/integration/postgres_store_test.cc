@@ -12,6 +12,7 @@
 #include "idforge/segment_store.h"
 #include "integration/services.h"
 #include "store/store_factory.h"
+#include "support/ports.h"
 #include "support/process.h"
 #include "support/text.h"
 
@@ -51,8 +52,8 @@ TEST(PostgresStoreTest, ThePasswordNeverAppearsInDescribeOrErrors) {
 
 TEST(PostgresStoreTest, NoServerIsUnavailableWithinSeconds) {
   const auto started = Clock::now();
-  auto s = store::open_store("postgres://idforge@127.0.0.1:" + std::to_string(unused_port()) +
-                             "/idforge");
+  auto s = store::open_store("postgres://idforge@127.0.0.1:" +
+                             std::to_string(test_support::unused_loopback_port()) + "/idforge");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().to_string();
   EXPECT_LT(ms_since(started), 4000);

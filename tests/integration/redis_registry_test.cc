@@ -33,6 +33,7 @@
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"
+#include "support/ports.h"
 #include "support/process.h"
 #include "support/text.h"
 
@@ -206,7 +207,8 @@ TEST(RedisRegistryOpenTest, BadUrlsAndAMissingServerFailClearlyAndFast) {
   EXPECT_EQ(bad.status().message().find("s3cret"), std::string::npos);
 
   const auto started = Clock::now();
-  auto none = coord::open_redis_registry("redis://127.0.0.1:" + std::to_string(unused_port()), o);
+  auto none = coord::open_redis_registry(
+      "redis://127.0.0.1:" + std::to_string(test_support::unused_loopback_port()), o);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kUnavailable) << none.status().to_string();
   EXPECT_LT(ms_since(started), 4000);

@@ -23,6 +23,7 @@
 #include "integration/services.h"
 #include "store/store_factory.h"
 #include "store/store_set.h"
+#include "support/ports.h"
 #include "support/process.h"
 #include "support/text.h"
 
@@ -212,8 +213,8 @@ TEST(RedisSentinelTest, AReadOnlyAnswerSendsTheClientToTheNewPrimary) {
 // Sentinels that cannot name a primary: the error lists every one asked and why, within
 // the connect and command timeouts, and shows no password.
 TEST(RedisSentinelTest, NoPrimaryFoundListsWhatWasTried) {
-  const int dead_1 = unused_port();
-  const int dead_2 = unused_port();
+  const int dead_1 = test_support::unused_loopback_port();
+  const int dead_2 = test_support::unused_loopback_port();
   const std::string url = "redis-sentinel://:s3cret@127.0.0.1:" + std::to_string(dead_1) +
                           ",127.0.0.1:" + std::to_string(dead_2) + "/nowhere";
   const auto started = redis_ha::Steady::now();

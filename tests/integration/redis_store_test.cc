@@ -11,6 +11,7 @@
 #include "idforge/segment_store.h"
 #include "integration/services.h"
 #include "store/store_factory.h"
+#include "support/ports.h"
 #include "support/process.h"
 #include "support/text.h"
 
@@ -106,7 +107,8 @@ TEST(RedisStoreTest, APasswordProtectedServerTakesTheUrlsPassword) {
 
 TEST(RedisStoreTest, NoServerIsUnavailableWithinSeconds) {
   const auto started = Clock::now();
-  auto s = store::open_store("redis://127.0.0.1:" + std::to_string(unused_port()));
+  auto s = store::open_store("redis://127.0.0.1:" +
+                             std::to_string(test_support::unused_loopback_port()));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().to_string();
   EXPECT_LT(ms_since(started), 4000);

@@ -158,44 +158,22 @@ Result<std::unique_ptr<ServeNode>> ServeNode::launch(const std::string& dir,
                                                      const std::string& host) {
   std::unique_ptr<ServeNode> node(new ServeNode());
   node->host_ = host;
-  node->out_path_ = dir + "/serve.out";
-  node->err_path_ = dir + "/serve.err";
-  std::vector<std::string> argv = {idforge_bin(), "serve",     "--http",     host + ":0",
-                                   "--resp",      host + ":0", "--data-dir", dir + "/data"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.begin(), prefix.begin(), prefix.end());
-  node->pid_ =
-      test_support::spawn(argv, {.out_path = node->out_path_, .err_path = node->err_path_}).pid;
-  if (node->pid_ < 0) return Status::IoError("cannot start " + idforge_bin());
+  IDFORGE_RETURN_IF_ERROR(node->child_.launch({.bin = idforge_bin(),
+                                               .prefix = prefix,
+                                               .host = host,
+                                               .data_dir = dir + "/data",
+                                               .args = args,
+                                               .out_path = dir + "/serve.out",
+                                               .err_path = dir + "/serve.err"}));
   return node;
 }
 
 Status ServeNode::await(milliseconds limit) {
-  const std::string prefix = "idforge serve: http http://" + host_ + ":";
-  const auto deadline = Clock::now() + limit;
-  for (;;) {
-    const std::string out = test_support::read_file(out_path_);
-    if (const size_t at = out.find(prefix);
-        at != std::string::npos && out.find("idforge serve: resp ") != std::string::npos) {
-      http_port_ = std::atoi(out.c_str() + at + prefix.size());
-      const std::string resp = "idforge serve: resp redis://" + host_ + ":";
-      if (const size_t r = out.find(resp); r != std::string::npos) {
-        resp_port_ = std::atoi(out.c_str() + r + resp.size());
-      }
-      return Status::Ok();
-    }
-    if (pid_ <= 0) return Status::Unavailable("idforge serve is not running: " + stderr_tail());
-    if (auto exit = test_support::try_reap(pid_)) {
-      pid_ = -1;
-      return Status::Unavailable("idforge serve ended (" + exit->to_string() +
-                                 "): " + stderr_tail());
-    }
-    if (Clock::now() > deadline) {
-      return Status::DeadlineExceeded("idforge serve printed no ports within " +
-                                      std::to_string(limit.count()) + " ms: " + stderr_tail());
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  const Result<test_support::ServePorts> ports = child_.await_ports(limit);
+  if (!ports.ok()) return ports.status();
+  http_port_ = ports->http;
+  resp_port_ = ports->resp;
+  return Status::Ok();
 }
 
 Status ServeNode::await_ready(const std::string& part, milliseconds limit) {
@@ -212,33 +190,23 @@ Status ServeNode::await_ready(const std::string& part, milliseconds limit) {
                                   std::to_string(limit.count()) + " ms: " + last);
 }
 
-ServeNode::~ServeNode() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    test_support::reap(pid_);
-  }
-}
+// The server is killed with child_.
+ServeNode::~ServeNode() = default;
 
 Status ServeNode::stop() {
-  if (pid_ <= 0) return Status::Ok();
-  ::kill(pid_, SIGTERM);
-  std::optional<test_support::ExitInfo> exit =
-      test_support::wait_for_exit(pid_, std::chrono::seconds(15));
-  if (!exit) {
-    ::kill(pid_, SIGKILL);
-    exit = test_support::reap(pid_);
-  }
-  pid_ = -1;
-  if (exit->code != 0) {
-    return Status::Internal("idforge serve ended with " + exit->to_string() + ": " + stderr_tail());
+  if (!child_.running()) return Status::Ok();
+  std::optional<test_support::ExitInfo> exit = child_.stop(std::chrono::seconds(15));
+  if (!exit) exit = child_.last_exit();  // killed after the wait
+  if (!exit || exit->code != 0) {
+    return Status::Internal("idforge serve ended with " +
+                            (exit ? exit->to_string() : std::string("an unknown status")) + ": " +
+                            stderr_tail());
   }
   return Status::Ok();
 }
 
-std::string ServeNode::stderr_tail(int lines) const {
-  return test_support::tail_of(err_path_, lines);
-}
+std::string ServeNode::stderr_tail(int lines) const { return child_.stderr_tail(lines); }
 
-std::string ServeNode::stderr_text() const { return test_support::read_file(err_path_); }
+std::string ServeNode::stderr_text() const { return child_.stderr_text(); }
 
 }  // namespace idforge::integration

@@ -1,5 +1,6 @@
 // A real `idforge serve` process on free loopback ports, and a small blocking HTTP client
-// to talk to it: what the cluster tests (etcd, ZooKeeper) start and poll.
+// to talk to it: what the cluster tests (etcd, ZooKeeper) start and poll. The process
+// is started and stopped by test_support::ServeChild (support/serve_launch.h).
 //
 // Not thread-safe, except HttpClient, of which each thread has its own.
 #pragma once
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "idforge/status.h"
+#include "support/serve_launch.h"
 
 namespace idforge::integration {
 
@@ -82,12 +84,10 @@ class ServeNode {
 
  private:
   ServeNode() = default;
-  pid_t pid_ = -1;
+  test_support::ServeChild child_;  // stdout and stderr in DIR/serve.out and DIR/serve.err
   std::string host_;
   int http_port_ = 0;
   int resp_port_ = 0;
-  std::string out_path_;
-  std::string err_path_;
 };
 
 }  // namespace idforge::integration

@@ -1,9 +1,6 @@
 #include "integration/services.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,23 +71,6 @@ class ServicesEnvironment : public ::testing::Environment {
     ::testing::AddGlobalTestEnvironment(new ServicesEnvironment);
 
 }  // namespace
-
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 1;  // port 1: nothing of ours listens there either
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 std::string script_path(const std::string& name) {
   return std::string(IDFORGE_SCRIPTS_DIR) + "/" + name;

@@ -105,9 +105,6 @@ class Services {
 // A tag name no other test in this binary uses: "<prefix>_<pid>_<n>".
 std::string unique_tag(const std::string& prefix);
 
-// A loopback port that nothing listens on (just released by the kernel).
-int unused_port();
-
 // Path of a script in scripts/ and of the idforge binary.
 std::string script_path(const std::string& name);
 std::string idforge_bin();

@@ -37,6 +37,7 @@
 #include "integration/registry_backends.h"
 #include "integration/services.h"
 #include "integration/tcp_proxy.h"
+#include "support/ports.h"
 #include "support/process.h"
 
 namespace idforge::integration {
@@ -126,7 +127,8 @@ TEST(ZookeeperRegistryUrlTest, UrlsAreCheckedAndDescribedWithoutConnecting) {
 }
 
 TEST(ZookeeperRegistryUrlTest, NoServerIsUnavailableWithinTheConnectWait) {
-  const std::string url = "zookeeper://127.0.0.1:" + std::to_string(unused_port());
+  const std::string url =
+      "zookeeper://127.0.0.1:" + std::to_string(test_support::unused_loopback_port());
   auto registry = open(url, "default", 1000);
   ASSERT_NE(registry, nullptr);
   const auto start = SteadyClock::now();

@@ -21,11 +21,14 @@ namespace {
 // NAME of "NAME=value".
 std::string env_name(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
-// Our environment with `overrides` added, replacing same-named entries.
-std::vector<std::string> merged_environment(const std::vector<std::string>& overrides) {
+// Our environment without the names starting with `drop_prefix` (none when empty), with
+// `overrides` added, replacing same-named entries.
+std::vector<std::string> merged_environment(const std::vector<std::string>& overrides,
+                                            const std::string& drop_prefix) {
   std::vector<std::string> merged;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
+    if (!drop_prefix.empty() && entry.starts_with(drop_prefix)) continue;
     bool overridden = false;
     for (const std::string& add : overrides) overridden |= env_name(add) == env_name(entry);
     if (!overridden) merged.push_back(entry);
@@ -79,7 +82,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return child;
   // Everything the child needs is built before fork: after it, only async-signal-safe
   // calls are allowed, since other threads may hold the allocator's locks.
-  std::vector<std::string> env_storage = merged_environment(options.env);
+  std::vector<std::string> env_storage = merged_environment(options.env, options.drop_env_prefix);
   std::vector<char*> envp = c_array(env_storage);
   std::vector<std::string> arg_storage = argv;
   std::vector<char*> args = c_array(arg_storage);
@@ -206,7 +209,10 @@ std::string read_file(const std::string& path) {
 }
 
 std::string tail_of(const std::string& path, int lines) {
-  const std::string text = read_file(path);
+  return last_lines(read_file(path), lines);
+}
+
+std::string last_lines(const std::string& text, int lines) {
   size_t pos = text.size();
   if (pos > 0 && text[pos - 1] == '\n') --pos;
   for (int n = 0; n < lines && pos > 0; ++n) {

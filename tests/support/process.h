@@ -22,6 +22,10 @@ namespace idforge::test_support {
 struct SpawnOptions {
   // "NAME=value" entries added to the test's environment, replacing same-named ones.
   std::vector<std::string> env{};
+  // Variables of the test's environment whose names start with this are not passed on
+  // (`env` is added after): "IDFORGE_" keeps a developer's settings from a server the
+  // test configures itself. Empty: all are.
+  std::string drop_env_prefix{};
   // stdout, truncated; empty: /dev/null.
   std::string out_path{};
   // stderr, truncated; empty: the test's own stderr, where a failing child's reason is
@@ -88,6 +92,8 @@ RunResult run_command(const std::vector<std::string>& argv, const std::string& s
 std::string read_file(const std::string& path);
 // The last `lines` lines of a file, for failure reports.
 std::string tail_of(const std::string& path, int lines);
+// The last `lines` lines of `text`.
+std::string last_lines(const std::string& text, int lines);
 // Writes `text` to `path` by renaming a temporary file over it, so a reader never sees
 // it half written.
 bool write_file_atomically(const std::string& path, const std::string& text);

@@ -1,18 +1,16 @@
 #include "cluster.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <thread>
 
 #include "support/faketime.h"
+#include "support/ports.h"
+#include "support/serve_launch.h"
 #include "support/text.h"
 #include "wire.h"
 
@@ -22,29 +20,7 @@ namespace {
 using test::trim;
 
 using test_support::ExitInfo;
-using test_support::read_file;
 using test_support::RunResult;
-
-// The port after "PREFIX127.0.0.1:" in the server's start-up line; 0 if absent.
-int port_after(const std::string& out, const std::string& prefix) {
-  const size_t at = out.find(prefix);
-  if (at == std::string::npos) return 0;
-  const size_t colon = out.find(':', at + prefix.size());
-  if (colon == std::string::npos) return 0;
-  return std::atoi(out.c_str() + colon + 1);
-}
-
-bool port_is_free(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
 
 // `"key":value` of a JSON object, as text (enough for the status's numbers and words).
 std::string json_field(const std::string& body, const std::string& key) {
@@ -145,18 +121,6 @@ Status Service::restart() {
   return Status::Ok();
 }
 
-int pick_port() {
-  static std::mt19937 rng(std::random_device{}());
-  // Below 32768, Linux's ephemeral range, so that no outgoing connection takes it
-  // between two starts; the test-services script draws 20000-32000, we draw above it.
-  std::uniform_int_distribution<int> dist(32000, 32700);
-  for (int i = 0; i < 500; ++i) {
-    const int port = dist(rng);
-    if (port_is_free(port)) return port;
-  }
-  return 0;
-}
-
 HttpAnswer http_get(int port, const std::string& target, std::chrono::milliseconds timeout) {
   HttpAnswer answer;
   const auto deadline = Clock::now() + timeout;
@@ -195,9 +159,10 @@ bool ServerProc::set_offset(int64_t offset_ms) {
 
 bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t offset_ms) {
   if (http_port.load() == 0) {
-    http_port = pick_port();
-    int resp = pick_port();
-    while (resp == http_port.load()) resp = pick_port();
+    // Ports below the ephemeral range: kept across restarts (see cluster.h).
+    http_port = test_support::port_below_ephemeral_range();
+    int resp = test_support::port_below_ephemeral_range();
+    while (resp == http_port.load()) resp = test_support::port_below_ephemeral_range();
     resp_port = resp;
   }
   if (!set_offset(offset_ms)) {
@@ -210,24 +175,23 @@ bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t off
                  static_cast<long long>(offset_ms));
     std::fclose(err);
   }
-  err_before_ = read_file(err_path_).size();
-  std::vector<std::string> argv = {idforge_,     "serve",
-                                   "--http",     fmt::format("127.0.0.1:{}", http_port.load()),
-                                   "--resp",     fmt::format("127.0.0.1:{}", resp_port.load()),
-                                   "--data-dir", config_.data_dir,
-                                   "--identity", config_.identity};
-  argv.insert(argv.end(), common_args.begin(), common_args.end());
-  argv.insert(argv.end(), config_.extra_args.begin(), config_.extra_args.end());
-  test_support::SpawnOptions options;
-  out_path_ = fmt::format("{}/{}.{}.out", work_dir_, config_.name, number);
-  options.out_path = out_path_;
-  options.err_path = err_path_;
-  options.append_err = true;  // one file across restarts, with the marker lines above
-  options.die_with_parent = true;
-  options.env = test_support::faketime_env(offset_path_);
-  pid_ = test_support::spawn(argv, options).pid;
-  if (pid_ < 0) {
-    last_failure_ = "cannot start " + idforge_;
+  std::vector<std::string> args = {"--identity", config_.identity};
+  args.insert(args.end(), common_args.begin(), common_args.end());
+  args.insert(args.end(), config_.extra_args.begin(), config_.extra_args.end());
+  const Status launched = child_.launch({
+      .bin = idforge_,
+      .http_port = http_port.load(),
+      .resp_port = resp_port.load(),
+      .data_dir = config_.data_dir,
+      .args = args,
+      .env = test_support::faketime_env(offset_path_),
+      .out_path = fmt::format("{}/{}.{}.out", work_dir_, config_.name, number),
+      .err_path = err_path_,
+      .append_err = true,  // one file across restarts, with the marker lines above
+      .die_with_parent = true,
+  });
+  if (!launched.ok()) {
+    last_failure_ = launched.message();
     return false;
   }
   incarnation = number;
@@ -235,42 +199,34 @@ bool ServerProc::launch(const std::vector<std::string>& common_args, int64_t off
 }
 
 StartOutcome ServerProc::await_start(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    const std::string out = read_file(out_path_);
-    if (out.find("idforge serve: resp redis://") != std::string::npos) {
-      if (port_after(out, "http http://") != http_port.load() ||
-          port_after(out, "resp redis://") != resp_port.load()) {
-        last_failure_ = "the server printed other ports than it was given:\n" + out;
-        sigkill();
-        return StartOutcome::kFailed;
-      }
-      up = true;
-      return StartOutcome::kStarted;
-    }
-    if (std::optional<ExitInfo> info = test_support::try_reap(pid_)) {
-      pid_ = -1;
-      const std::string err = read_file(err_path_).substr(err_before_);
-      last_failure_ = info->to_string() + ": " + trim(err);
-      if (err.find("behind the high-water mark") != std::string::npos) {
-        return StartOutcome::kRefusedClockBehind;
-      }
-      if (err.find("in use") != std::string::npos && err.find("bind") != std::string::npos) {
-        // Someone took a port meanwhile: the next start picks new ones, and the clients
-        // follow them.
-        http_port = 0;
-        resp_port = 0;
-        return StartOutcome::kPortTaken;
-      }
-      return StartOutcome::kFailed;
-    }
-    if (Clock::now() >= deadline) {
-      last_failure_ = "no start-up lines within the timeout";
+  const Result<test_support::ServePorts> ports = child_.await_ports(timeout, /*stderr_lines=*/0);
+  if (ports.ok()) {
+    if (ports->http != http_port.load() || ports->resp != resp_port.load()) {
+      last_failure_ = "the server printed other ports than it was given:\n" + child_.stdout_text();
       sigkill();
       return StartOutcome::kFailed;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    up = true;
+    return StartOutcome::kStarted;
   }
+  if (const std::optional<ExitInfo>& info = child_.last_exit()) {
+    const std::string err = child_.stderr_since_launch();
+    last_failure_ = info->to_string() + ": " + trim(err);
+    if (err.find("behind the high-water mark") != std::string::npos) {
+      return StartOutcome::kRefusedClockBehind;
+    }
+    if (err.find("in use") != std::string::npos && err.find("bind") != std::string::npos) {
+      // Someone took a port meanwhile: the next start picks new ones, and the clients
+      // follow them.
+      http_port = 0;
+      resp_port = 0;
+      return StartOutcome::kPortTaken;
+    }
+    return StartOutcome::kFailed;
+  }
+  last_failure_ = "no start-up lines within the timeout";
+  sigkill();
+  return StartOutcome::kFailed;
 }
 
 StartOutcome ServerProc::start(const std::vector<std::string>& common_args, int64_t offset_ms,
@@ -283,51 +239,23 @@ StartOutcome ServerProc::start(const std::vector<std::string>& common_args, int6
   return StartOutcome::kFailed;
 }
 
-void ServerProc::reap_after_signal() {
-  if (pid_ <= 0) return;
-  if (!test_support::wait_for_exit(pid_, std::chrono::seconds(10))) {
-    kill(pid_, SIGKILL);
-    [[maybe_unused]] auto info = test_support::wait_for_exit(pid_, std::chrono::seconds(10));
-  }
-  pid_ = -1;
-}
-
 void ServerProc::sigkill() {
   up = false;
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  reap_after_signal();
+  child_.kill();
 }
 
-void ServerProc::sigstop() {
-  if (pid_ > 0) kill(pid_, SIGSTOP);
-}
+void ServerProc::sigstop() { child_.send_signal(SIGSTOP); }
 
-void ServerProc::sigcont() {
-  if (pid_ > 0) kill(pid_, SIGCONT);
-}
+void ServerProc::sigcont() { child_.send_signal(SIGCONT); }
 
 std::optional<ExitInfo> ServerProc::terminate(std::chrono::milliseconds timeout) {
   up = false;
-  if (pid_ <= 0) return std::nullopt;
-  kill(pid_, SIGCONT);  // a stopped process would handle SIGTERM only once resumed
-  kill(pid_, SIGTERM);
-  std::optional<ExitInfo> info = test_support::wait_for_exit(pid_, timeout);
-  if (!info) {
-    kill(pid_, SIGKILL);
-    [[maybe_unused]] auto killed = test_support::wait_for_exit(pid_, std::chrono::seconds(10));
-  }
-  pid_ = -1;
-  return info;
+  return child_.stop(timeout);  // SIGCONT first: a stopped server handles SIGTERM once resumed
 }
 
 std::optional<ExitInfo> ServerProc::check_unexpected_exit() {
-  if (pid_ <= 0) return std::nullopt;
-  std::optional<ExitInfo> info = test_support::try_reap(pid_);
-  if (info) {
-    up = false;
-    pid_ = -1;
-  }
+  std::optional<ExitInfo> info = child_.try_reap();
+  if (info) up = false;
   return info;
 }
 

@@ -22,6 +22,7 @@
 
 #include "idforge/status.h"
 #include "support/process.h"
+#include "support/serve_launch.h"
 #include "wire.h"
 
 namespace idforge::torture {
@@ -102,7 +103,7 @@ class ServerProc {
   std::optional<test_support::ExitInfo> terminate(std::chrono::milliseconds timeout);
   // An exit nobody asked for (a crash): reaped here, returned once.
   std::optional<test_support::ExitInfo> check_unexpected_exit();
-  bool running() const { return pid_ > 0; }
+  bool running() const { return child_.running(); }
 
   // GET /readyz answers 200 within `timeout`.
   bool wait_ready(std::chrono::milliseconds timeout) const;
@@ -123,21 +124,14 @@ class ServerProc {
   std::atomic<bool> segments_drained{false};
 
  private:
-  void reap_after_signal();
-
   int index_;
   ServerConfig config_;
-  std::string idforge_, work_dir_, err_path_, offset_path_, out_path_;
-  size_t err_before_ = 0;  // size of the stderr file when the current start began
-  pid_t pid_ = -1;
+  std::string idforge_, work_dir_, err_path_, offset_path_;
+  test_support::ServeChild child_;  // stdout in NAME.N.out for start N, stderr in err_path_
   int64_t offset_ms_ = 0;
   Clock::time_point clock_behind_until_{};
   std::string last_failure_;
 };
-
-// A loopback port below Linux's ephemeral range that nothing listens on now; such a
-// port is not handed to outgoing connections, so a restart can bind it again.
-int pick_port();
 
 // A plain HTTP GET on 127.0.0.1:port: status code (0 when unreachable) and body.
 struct HttpAnswer {
