@@ -76,22 +76,6 @@ bool is_lease_lost(const Status& status) {
   return status.code() == StatusCode::kLeaseLost || status.code() == StatusCode::kNotFound;
 }
 
-std::string_view lease_state_name(LeaseState state) {
-  switch (state) {
-    case LeaseState::kWaiting:
-      return "waiting";
-    case LeaseState::kHeld:
-      return "held";
-    case LeaseState::kOverdue:
-      return "overdue";
-    case LeaseState::kLost:
-      return "lost";
-    case LeaseState::kStopped:
-      return "stopped";
-  }
-  return "unknown";
-}
-
 LeaseKeeper::LeaseKeeper(WorkerRegistry& registry, Lease lease, KeeperOptions options)
     : registry_(registry),
       lease_(sane(std::move(lease))),

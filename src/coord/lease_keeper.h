@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "coord/lease_status.h"
 #include "core/thread_annotations.h"
 #include "core/worker_registry.h"
 #include "idforge/high_water.h"
@@ -71,25 +72,6 @@ bool is_lease_lost(const Status& status);
 // under 0.1%) and the keeper's own wake-up latency.
 int64_t fence_margin_ms(int64_t ttl_ms);
 int64_t default_fence_after_ms(int64_t ttl_ms);
-
-enum class LeaseState {
-  kWaiting,  // in the start delay: fenced
-  kHeld,     // renewed in time: issuing
-  kOverdue,  // no successful renew for fence_after_ms: fenced, still trying
-  kLost,     // the coordinator says the lease is gone: fenced for good
-  kStopped,  // stop() was called: fenced, released
-};
-std::string_view lease_state_name(LeaseState state);
-
-struct KeeperStatus {
-  LeaseState state = LeaseState::kHeld;
-  int64_t since_renew_ms = 0;       // since the last successful renew was sent
-  int64_t fence_after_ms = 0;       // fenced once since_renew_ms reaches this
-  int64_t start_delay_left_ms = 0;  // while kWaiting: until the start delay is over
-  uint64_t renewals = 0;            // successful renews (including the generator's mark stores)
-  uint64_t failures = 0;
-  std::string last_error;  // of the most recent failed renew; empty if none
-};
 
 struct KeeperOptions {
   int64_t renew_every_ms = 0;  // 0: ttl / 3

@@ -10,12 +10,6 @@ std::string ascii_lower(std::string_view text) {
   return out;
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 std::string errno_text(int err) { return std::strerror(err); }
 
 std::string join_alternatives(std::span<const std::string> items) {

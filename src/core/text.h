@@ -40,8 +40,13 @@ constexpr bool starts_with_ignore_case(std::string_view text, std::string_view p
   return text.size() >= prefix.size() && equals_ignore_case(text.substr(0, prefix.size()), prefix);
 }
 
-// `text` without the ASCII whitespace (is_space) at either end.
-std::string_view trim(std::string_view text);
+// `text` without the ASCII whitespace (is_space) at either end. Inline, so the test
+// harnesses that do not link this library (the torture run) use it too.
+constexpr std::string_view trim(std::string_view text) {
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return text;
+}
 // `text` without any of the characters `chars` at either end (" \t": HTTP's OWS).
 constexpr std::string_view trim(std::string_view text, std::string_view chars) {
   while (!text.empty() && chars.find(text.front()) != std::string_view::npos) {

@@ -38,6 +38,7 @@
 #include "idforge/status.h"
 #include "log/log.h"
 #include "log/repeats.h"
+#include "store/guard_status.h"
 #include "store/served_marks.h"
 
 namespace idforge::store {
@@ -61,19 +62,6 @@ struct GuardSettings {
   // One line per change of state (a refusal, an identity change). Empty: the events go
   // to the process log (log/log.h) with their fields instead (docs/operations.md, "Logs").
   std::function<void(const std::string&)> log;
-};
-
-struct GuardStatus {
-  std::string place;     // "0/1"
-  std::string identity;  // the verified store history ("" until verified)
-  bool verified = false;
-  std::string problem;                   // why ranges are not taken now ("" when fine)
-  uint64_t refused_ranges = 0;           // ranges at or below what this node served
-  uint64_t foreign_ranges = 0;           // ranges committed under an unverified history
-  uint64_t identity_changes = 0;         // changes this node applied (moved tags forward)
-  uint64_t identity_changes_seen = 0;    // changes another node had applied first
-  uint64_t fleet_refused_ranges = 0;     // ranges the fleet floor had taken already
-  uint64_t fleet_unrecorded_ranges = 0;  // ranges unused: the fleet floor did not answer
 };
 
 class StoreGuard final : public RangeSource {

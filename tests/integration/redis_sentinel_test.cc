@@ -103,9 +103,11 @@ TEST(RedisSentinelTest, NodesFollowThePromotedReplicaAndRepeatNoId) {
 
   const auto killed = redis_ha::Steady::now();
   ASSERT_TRUE(Services::get().kill(*primary).ok());
-  // The Sentinels name the replica...
+  // The Sentinels name the replica (about 2 s after the kill; an election the Sentinels
+  // split is tried again 2 failover-timeouts, 6 s, later, and under load two in a row
+  // were seen: 15.4 s)...
   while (redis_ha::named_primary_port(*sentinels) != redis_ha::port_of(*replica)) {
-    ASSERT_LT(ms_since(killed), 15'000) << "the Sentinels never promoted the replica";
+    ASSERT_LT(ms_since(killed), 30'000) << "the Sentinels never promoted the replica";
     sleep_ms(100);
   }
   const double promoted_s = ms_since(killed) / 1000.0;

@@ -16,6 +16,22 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr size_t kMaxRefusalsKept = 20;
+
+// A refusal with its numbers (times, counts, ports) left out: two refusals of one kind
+// differ only in those, so a node under load that is refused for a slow renewal a
+// thousand times keeps one of them and room for the kinds that come later.
+std::string refusal_kind(const std::string& why) {
+  std::string kind;
+  for (char c : why) {
+    const bool digit = c >= '0' && c <= '9';
+    if (!digit) {
+      kind += c;
+    } else if (kind.empty() || kind.back() != '#') {
+      kind += '#';
+    }
+  }
+  return kind;
+}
 constexpr auto kStatusEvery = milliseconds(100);
 constexpr auto kCallTimeout = milliseconds(3000);
 
@@ -114,7 +130,7 @@ void PullingNode::pull(const std::string& tag) {
         const std::string why =
             got.ok() ? std::to_string(got->status) + " " + got->body : got.status().to_string();
         if (refusals_.size() < kMaxRefusalsKept &&
-            std::find(refusals_.begin(), refusals_.end(), why) == refusals_.end()) {
+            refusal_kinds_.insert(refusal_kind(why)).second) {
           refusals_.push_back(why);
         }
       }

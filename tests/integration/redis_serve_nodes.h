@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +63,8 @@ class PullingNode {
   std::vector<Batch> batches() const;
   std::vector<uint64_t> segment_ids() const;
   std::vector<LeaseSample> leases() const;
-  // The distinct bodies of refused /v1/snowflake calls, in the order first seen.
+  // The bodies of refused /v1/snowflake calls, the first of each kind (its numbers aside),
+  // in the order first seen.
   std::vector<std::string> refusals() const;
   uint64_t refused() const;
   // When the last Snowflake batch came back (epoch when none did).
@@ -87,6 +89,7 @@ class PullingNode {
   std::vector<uint64_t> segment_ids_ IDFORGE_GUARDED_BY(mu_);
   std::vector<LeaseSample> leases_ IDFORGE_GUARDED_BY(mu_);
   std::vector<std::string> refusals_ IDFORGE_GUARDED_BY(mu_);
+  std::set<std::string> refusal_kinds_ IDFORGE_GUARDED_BY(mu_);
   uint64_t refused_ IDFORGE_GUARDED_BY(mu_) = 0;
 };
 

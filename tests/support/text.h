@@ -7,15 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace idforge::test {
 
-// The text without the spaces, tabs and line ends around it (a command's output).
-inline std::string trim(std::string_view text) {
-  const size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) return "";
-  const size_t end = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(begin, end - begin + 1));
-}
+// A command's output without the whitespace around it, as a string to keep.
+inline std::string trim(std::string_view text) { return std::string(text::trim(text)); }
 
 // Whether `part` occurs in `text`.
 inline bool has(std::string_view text, std::string_view part) {

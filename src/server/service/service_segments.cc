@@ -58,21 +58,6 @@ class TimedSource final : public RangeSource {
   log::RepeatLimiter failures_;
 };
 
-// The guard's view in the service's own type (service_status.h), which the front ends
-// format without the guard's header.
-StoreGuardStatus guard_status_of(const store::GuardStatus& g) {
-  return StoreGuardStatus{.place = g.place,
-                          .identity = g.identity,
-                          .verified = g.verified,
-                          .problem = g.problem,
-                          .refused_ranges = g.refused_ranges,
-                          .foreign_ranges = g.foreign_ranges,
-                          .identity_changes = g.identity_changes,
-                          .identity_changes_seen = g.identity_changes_seen,
-                          .fleet_refused_ranges = g.fleet_refused_ranges,
-                          .fleet_unrecorded_ranges = g.fleet_unrecorded_ranges};
-}
-
 }  // namespace
 
 SegmentPart::SegmentPart(std::vector<store::OpenedStore> stores,
@@ -225,7 +210,7 @@ std::vector<StoreStatus> SegmentPart::stores() const {
       s.probing = true;
       s.probing_ms = now - since;
     }
-    if (stores_[i].guard) s.guard = guard_status_of(stores_[i].guard->status());
+    if (stores_[i].guard) s.guard = stores_[i].guard->status();
     MutexLock lock(h.mu);
     s.probed_ms_ago = h.probed_at_ms < 0 ? -1 : now - h.probed_at_ms;
     out.push_back(std::move(s));

@@ -183,40 +183,13 @@ Status SnowflakePart::next(std::span<uint64_t> out) {
   return gen->next_batch(out);
 }
 
-// The service's LeaseState (service_status.h) mirrors the keeper's one for one, so the
-// front ends get the keeper's words without its header.
-static_assert(
-    static_cast<int>(LeaseState::kWaiting) == static_cast<int>(coord::LeaseState::kWaiting) &&
-    static_cast<int>(LeaseState::kHeld) == static_cast<int>(coord::LeaseState::kHeld) &&
-    static_cast<int>(LeaseState::kOverdue) == static_cast<int>(coord::LeaseState::kOverdue) &&
-    static_cast<int>(LeaseState::kLost) == static_cast<int>(coord::LeaseState::kLost) &&
-    static_cast<int>(LeaseState::kStopped) == static_cast<int>(coord::LeaseState::kStopped));
-
-std::string_view lease_state_name(LeaseState state) {
-  return coord::lease_state_name(static_cast<coord::LeaseState>(state));
-}
-
-namespace {
-
-LeaseStatus lease_status_of(const coord::KeeperStatus& keeper) {
-  return LeaseStatus{.state = static_cast<LeaseState>(keeper.state),
-                     .since_renew_ms = keeper.since_renew_ms,
-                     .fence_after_ms = keeper.fence_after_ms,
-                     .start_delay_left_ms = keeper.start_delay_left_ms,
-                     .renewals = keeper.renewals,
-                     .failures = keeper.failures,
-                     .last_error = keeper.last_error};
-}
-
-}  // namespace
-
 void SnowflakePart::fill_status(ServiceStatus& s) const {
   {
     MutexLock lock(lease_mu_);
     if (lease_) {
       s.has_lease = true;
       s.lease = lease_->lease();
-      s.keeper = lease_status_of(lease_->keeper().status());
+      s.keeper = lease_->keeper().status();
       if (s.keeper.last_error.empty()) s.keeper.last_error = reacquire_error_;
       const bool live = s.keeper.state == LeaseState::kHeld ||
                         s.keeper.state == LeaseState::kWaiting ||

@@ -1,8 +1,7 @@
 // ServiceStatus and its parts: what IdService::status() reports (/v1/status, INFO,
-// /metrics, `idforge tag served`), in the service's own plain types. The backends'
-// views (the lease keeper's state, a store guard's counters, the served marks) are
-// copied into these by the service's parts, so the front ends that format them never
-// include a store or coordinator header (docs/architecture.md, "Layers").
+// /metrics, `idforge tag served`), in plain types. The lease keeper's and the store
+// guards' views come from their dependency-free headers; nothing else of a store or
+// coordinator reaches the front ends that format them (docs/architecture.md, "Layers").
 #pragma once
 
 #include <cstdint>
@@ -10,10 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "coord/lease_status.h"
 #include "core/worker_registry.h"
 #include "idforge/segment_buffer.h"
 #include "idforge/snowflake.h"
 #include "idforge/status.h"
+#include "store/guard_status.h"
 
 namespace idforge::server {
 
@@ -34,42 +35,13 @@ enum class ServicePart { kAll, kSnowflake, kSegments };
 // "" or "all", "snowflake", "segments"; InvalidArgument naming the choices otherwise.
 Result<ServicePart> parse_service_part(std::string_view name);
 
-// The worker-id lease keeper's state (coord::LeaseState, in the service's words).
-enum class LeaseState {
-  kWaiting,  // in the start delay: fenced
-  kHeld,     // renewed in time: issuing
-  kOverdue,  // no successful renew for fence_after_ms: fenced, still trying
-  kLost,     // the coordinator says the lease is gone: fenced for good
-  kStopped,  // stopped: fenced, released
-};
-// "waiting", "held", "overdue", "lost", "stopped": the words /v1/status and INFO show.
-std::string_view lease_state_name(LeaseState state);
-
-// The lease keeper as it last saw the lease (coord::KeeperStatus).
-struct LeaseStatus {
-  LeaseState state = LeaseState::kHeld;
-  int64_t since_renew_ms = 0;       // since the last successful renew was sent
-  int64_t fence_after_ms = 0;       // fenced once since_renew_ms reaches this
-  int64_t start_delay_left_ms = 0;  // while kWaiting: until the start delay is over
-  uint64_t renewals = 0;            // successful renews (including the generator's mark stores)
-  uint64_t failures = 0;
-  std::string last_error;  // of the most recent failed renew; empty if none
-};
-
-// A store's failover guard as it last saw the store (store::GuardStatus; invariant 5 of
-// docs/architecture.md).
-struct StoreGuardStatus {
-  std::string place;     // "0/1"
-  std::string identity;  // the verified store history ("" until verified)
-  bool verified = false;
-  std::string problem;                   // why ranges are not taken now ("" when fine)
-  uint64_t refused_ranges = 0;           // ranges at or below what this node served
-  uint64_t foreign_ranges = 0;           // ranges committed under an unverified history
-  uint64_t identity_changes = 0;         // changes this node applied (moved tags forward)
-  uint64_t identity_changes_seen = 0;    // changes another node had applied first
-  uint64_t fleet_refused_ranges = 0;     // ranges the fleet floor had taken already
-  uint64_t fleet_unrecorded_ranges = 0;  // ranges unused: the fleet floor did not answer
-};
+// The lease keeper's and the store guards' views, as the backends report them: plain
+// headers with no dependency (coord/lease_status.h, store/guard_status.h), which the
+// front ends may include (the fence's exceptions, src/server/CMakeLists.txt).
+using LeaseState = coord::LeaseState;
+using LeaseStatus = coord::KeeperStatus;
+using StoreGuardStatus = store::GuardStatus;
+using coord::lease_state_name;
 
 // The highest number of a tag this node served from one store place (store::ServedMarks).
 struct ServedMark {
