@@ -20,7 +20,7 @@
 #include "server/service/id_service.h"
 
 namespace idforge::integration {
-namespace {
+namespace coordinator_outage_test {
 
 using server::IdService;
 using server::ServiceConfig;
@@ -200,5 +200,5 @@ TEST(CoordinatorOutageTest, SegmentsRideOutFiveSecondsOnlyWithAStepSizedForThem)
   EXPECT_TRUE(sv.stop(*etcd).ok());
 }
 
-}  // namespace
+}  // namespace coordinator_outage_test
 }  // namespace idforge::integration

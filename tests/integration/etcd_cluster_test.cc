@@ -24,7 +24,7 @@
 #include "support/ports.h"
 
 namespace idforge::integration {
-namespace {
+namespace etcd_cluster_test {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -348,5 +348,5 @@ TEST(EtcdClusterTest, MembersOfTwoClustersAreRefusedAndNoMemberAnsweringNamesEac
   EXPECT_LT(ms_since(started), 2000);
 }
 
-}  // namespace
+}  // namespace etcd_cluster_test
 }  // namespace idforge::integration

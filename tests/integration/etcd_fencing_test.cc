@@ -29,7 +29,7 @@
 #include "integration/tcp_proxy.h"
 
 namespace idforge::integration {
-namespace {
+namespace etcd_fencing_test {
 
 using Clock = std::chrono::steady_clock;
 
@@ -238,5 +238,5 @@ TEST(EtcdRegistryFencingTest, ACutOffNodeStopsBeforeTheTtlAndASecondNodeNeverRep
   EXPECT_TRUE(sv.stop(*etcd).ok());
 }
 
-}  // namespace
+}  // namespace etcd_fencing_test
 }  // namespace idforge::integration

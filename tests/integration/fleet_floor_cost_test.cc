@@ -17,7 +17,7 @@
 #include "server/service/id_service.h"
 
 namespace idforge::integration {
-namespace {
+namespace fleet_floor_cost_test {
 
 using server::IdService;
 using server::ServiceConfig;
@@ -80,5 +80,5 @@ TEST(FleetFloorCostTest, RangesPerSecondWithAndWithoutTheFloorPerRegistry) {
   }
 }
 
-}  // namespace
+}  // namespace fleet_floor_cost_test
 }  // namespace idforge::integration

@@ -19,12 +19,12 @@ HarnessConfig local_config(const std::string& name) {
   return config;
 }
 
-TEST(LocalRegistryTest, TenProcessesAtOnceGetDistinctSlots) {
+TEST(LocalRegistryProcessTest, TenProcessesAtOnceGetDistinctSlots) {
   RegistryHarness h(local_config("local-distinct"));
   EXPECT_TRUE(h.check_distinct_slots(10));
 }
 
-TEST(LocalRegistryTest, KilledHolderFreesItsSlotAtOnce) {
+TEST(LocalRegistryProcessTest, KilledHolderFreesItsSlotAtOnce) {
   RegistryHarness h(local_config("local-kill"));
   int64_t freed_after_ms = -1;
   // The kernel drops the flock as the process dies: no TTL to wait out. 500 ms is
@@ -33,22 +33,22 @@ TEST(LocalRegistryTest, KilledHolderFreesItsSlotAtOnce) {
   EXPECT_LT(freed_after_ms, 500);
 }
 
-TEST(LocalRegistryTest, RestartedIdentityGetsItsOldSlot) {
+TEST(LocalRegistryProcessTest, RestartedIdentityGetsItsOldSlot) {
   RegistryHarness h(local_config("local-restart"));
   EXPECT_TRUE(h.check_restart_gets_old_slot(/*after_kill=*/false));
 }
 
-TEST(LocalRegistryTest, KilledIdentityGetsItsOldSlotBack) {
+TEST(LocalRegistryProcessTest, KilledIdentityGetsItsOldSlotBack) {
   RegistryHarness h(local_config("local-restart-kill"));
   EXPECT_TRUE(h.check_restart_gets_old_slot(/*after_kill=*/true));
 }
 
-TEST(LocalRegistryTest, FullLayoutNamesTheLimitAndTheLayout) {
+TEST(LocalRegistryProcessTest, FullLayoutNamesTheLimitAndTheLayout) {
   RegistryHarness h(local_config("local-full"));
   EXPECT_TRUE(h.check_exhaustion());
 }
 
-TEST(LocalRegistryTest, DatacenterAndWorkerFollowTheSlot) {
+TEST(LocalRegistryProcessTest, DatacenterAndWorkerFollowTheSlot) {
   HarnessConfig config = local_config("local-fields");
   config.layout = "time:41,datacenter:2,worker:3,sequence:12";
   RegistryHarness h(config);

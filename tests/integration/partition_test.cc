@@ -43,7 +43,7 @@
 #include "support/process.h"
 
 namespace idforge::integration {
-namespace {
+namespace partition_test {
 
 using Steady = std::chrono::steady_clock;
 using Ms = std::chrono::milliseconds;
@@ -388,5 +388,5 @@ TEST_F(PartitionTest, ACutOffNodeIsFencedBeforeItsLeaseCanExpireAndNoIdRepeats) 
   EXPECT_TRUE(sv.stop(*redis).ok());
 }
 
-}  // namespace
+}  // namespace partition_test
 }  // namespace idforge::integration

@@ -19,7 +19,7 @@
 #include "store/store_factory.h"
 
 namespace idforge::integration {
-namespace {
+namespace postgres_failover_test {
 
 using Clock = std::chrono::steady_clock;
 
@@ -155,5 +155,5 @@ TEST(PostgresFailoverTest, StoppingOneOfTwoServersMidRunKeepsIdsFlowingAndDistin
   EXPECT_TRUE(Services::get().stop(*pg1).ok());
 }
 
-}  // namespace
+}  // namespace postgres_failover_test
 }  // namespace idforge::integration

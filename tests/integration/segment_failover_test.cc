@@ -22,7 +22,7 @@
 #include "store/store_set.h"
 
 namespace idforge::integration {
-namespace {
+namespace segment_failover_test {
 
 namespace fs = std::filesystem;
 using Steady = std::chrono::steady_clock;
@@ -394,5 +394,5 @@ TEST(SegmentFailoverTest, AnSqliteFileRestoredFromAnOlderCopyRepeatsNoId) {
               before.size(), again.issued(), repeats_in(all));
 }
 
-}  // namespace
+}  // namespace segment_failover_test
 }  // namespace idforge::integration

@@ -16,7 +16,7 @@
 #include "support/text.h"
 
 namespace idforge::integration {
-namespace {
+namespace server_lease_test {
 
 using test::trim;
 
@@ -186,5 +186,5 @@ TEST(ServerLeaseTest, AHungCoordinatorHoldsNoRequest) {
   EXPECT_TRUE(Services::get().stop(*redis).ok());
 }
 
-}  // namespace
+}  // namespace server_lease_test
 }  // namespace idforge::integration

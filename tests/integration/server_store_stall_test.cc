@@ -21,7 +21,7 @@
 #include "server/service/id_service.h"
 
 namespace idforge::integration {
-namespace {
+namespace server_store_stall_test {
 
 using server::IdService;
 using server::PartReadiness;
@@ -311,5 +311,5 @@ TEST(ServerStoreStallTest, AStripedStoreThatHangsIsSkippedOnceTheProberSeesItDow
   EXPECT_TRUE(service.stop().ok());
 }
 
-}  // namespace
+}  // namespace server_store_stall_test
 }  // namespace idforge::integration

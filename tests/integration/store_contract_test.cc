@@ -19,7 +19,7 @@
 #include "store/store_factory.h"
 
 namespace idforge::integration {
-namespace {
+namespace store_contract_test {
 
 constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
@@ -461,5 +461,5 @@ INSTANTIATE_TEST_SUITE_P(AllStores, StoreContractTest,
                                            StoreKind::kMysqlLeaf, StoreKind::kMysqlTinyid),
                          StoreKindName());
 
-}  // namespace
+}  // namespace store_contract_test
 }  // namespace idforge::integration

@@ -18,7 +18,7 @@
 #include "store/store_factory.h"
 
 namespace idforge::integration {
-namespace {
+namespace store_throughput_test {
 
 int64_t measure_ms() {
   const char* env = std::getenv("IDFORGE_THROUGHPUT_MS");
@@ -92,5 +92,5 @@ INSTANTIATE_TEST_SUITE_P(AllStores, StoreThroughputTest,
                                            StoreKind::kRedis, StoreKind::kMysql),
                          StoreKindName());
 
-}  // namespace
+}  // namespace store_throughput_test
 }  // namespace idforge::integration

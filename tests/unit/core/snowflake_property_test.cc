@@ -35,8 +35,8 @@ void check_policy(RollbackPolicy policy) {
   constexpr bool auto_advance = true;
   const auto steps = *rc::gen::container<std::vector<Step>>(step_gen());
   const int64_t max_drift = *rc::gen::element<int64_t>(0, 1, 20, 1000);
-  constexpr int64_t kT0 = 1'700'000'000'000;
-  ManualClock clock(kT0, auto_advance);
+  constexpr int64_t kStartMs = 1'700'000'000'000;
+  ManualClock clock(kStartMs, auto_advance);
   SnowflakeOptions o;
   o.clock = &clock;
   o.policy = policy;

@@ -24,7 +24,9 @@ struct UlidGeneratorTestPeer {
   }
 };
 
-namespace {
+// Named, not anonymous: the unit tests build in unity batches, where the helpers of
+// uuid_test.cc and ulid_test.cc (must_parse, parse_error, kT0) would meet.
+namespace ulid_test {
 
 constexpr int64_t kT0 = 1'700'000'000'123;
 
@@ -430,5 +432,5 @@ TEST(UlidConcurrency, FourThreadsOfBatches) {
   check_threads(*gen, true);
 }
 
-}  // namespace
+}  // namespace ulid_test
 }  // namespace idforge

@@ -23,7 +23,9 @@ struct Uuid7GeneratorTestPeer {
   }
 };
 
-namespace {
+// Named, not anonymous: the unit tests build in unity batches, where the helpers of
+// uuid_test.cc and ulid_test.cc (must_parse, parse_error, kT0) would meet.
+namespace uuid_test {
 
 constexpr int64_t kT0 = 1'700'000'000'123;
 constexpr uint64_t kCounterMax = (uint64_t{1} << 42) - 1;
@@ -528,5 +530,5 @@ TEST(UuidConcurrency, FourThreadsUuid4Distinct) {
   EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
 }
 
-}  // namespace
+}  // namespace uuid_test
 }  // namespace idforge
