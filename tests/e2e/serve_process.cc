@@ -1,12 +1,8 @@
 #include "serve_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -573,88 +569,43 @@ int ServeProcess::stop(int signal, milliseconds timeout) {
 }
 
 RawClient::RawClient(uint16_t port, int receive_buffer) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) die("socket");
-  if (receive_buffer > 0) {
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return;
-  }
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::fcntl(fd, F_SETFL, O_NONBLOCK);
-  fd_ = fd;
-}
-
-RawClient::~RawClient() {
-  if (fd_ >= 0) ::close(fd_);
+  std::string error;
+  conn_.connect(port, Clock::now() + milliseconds(10'000), &error,
+                {.receive_buffer = receive_buffer});
 }
 
 bool RawClient::send(std::string_view bytes) {
-  if (fd_ < 0) return false;
-  const Clock::time_point deadline = Clock::now() + milliseconds(10'000);
-  while (!bytes.empty()) {
-    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      bytes.remove_prefix(static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd fd{fd_, POLLOUT, 0};
-      if (::poll(&fd, 1, remaining_ms(deadline)) <= 0) return false;
-      continue;
-    }
-    return false;  // EPIPE, ECONNRESET: the server closed
-  }
-  return true;
+  std::string error;  // EPIPE, ECONNRESET: the server closed
+  return conn_.send_all(bytes, Clock::now() + milliseconds(10'000), &error);
 }
 
 bool RawClient::read_some(milliseconds timeout) {
-  if (fd_ < 0 || closed_) return false;
-  pollfd fd{fd_, POLLIN, 0};
-  int ready = ::poll(&fd, 1, static_cast<int>(timeout.count()));
-  if (ready <= 0) return false;
-  char buf[1 << 16];
-  ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-  if (n > 0) {
-    received_.append(buf, static_cast<size_t>(n));
-  } else if (n == 0) {
-    closed_ = true;
-  } else if (errno != EAGAIN && errno != EINTR) {
-    closed_ = true;
-    reset_ = errno == ECONNRESET;
-  }
-  return true;
+  if (!conn_.is_open() || conn_.peer_closed()) return false;
+  std::string error;
+  return conn_.read_more(Clock::now() + timeout, &error) || conn_.peer_closed();
 }
 
 bool RawClient::read_until(const std::function<bool(std::string_view)>& done,
                            milliseconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
-  while (!done(received_) && !closed_ && fd_ >= 0) {
+  while (!done(received()) && !closed() && connected()) {
     if (Clock::now() >= deadline) break;
     read_some(milliseconds(remaining_ms(deadline)));
   }
-  return done(received_);
+  return done(received());
 }
 
 bool RawClient::read_until_closed(milliseconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
-  while (!closed_ && fd_ >= 0 && Clock::now() < deadline) {
+  while (!closed() && connected() && Clock::now() < deadline) {
     read_some(milliseconds(remaining_ms(deadline)));
   }
-  return closed_;
+  return closed();
 }
 
 void RawClient::read_for(milliseconds duration) {
   const Clock::time_point deadline = Clock::now() + duration;
-  while (!closed_ && fd_ >= 0 && Clock::now() < deadline) {
+  while (!closed() && connected() && Clock::now() < deadline) {
     read_some(milliseconds(remaining_ms(deadline)));
   }
 }

@@ -26,6 +26,7 @@
 
 #include "run_idforge.h"
 #include "support/serve_launch.h"
+#include "support/wire.h"
 
 namespace idforge::e2e {
 
@@ -166,11 +167,8 @@ class RawClient {
  public:
   // `receive_buffer` > 0 shrinks SO_RCVBUF before connecting (a client slow to read).
   explicit RawClient(uint16_t port, int receive_buffer = 0);
-  ~RawClient();
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
 
-  bool connected() const { return fd_ >= 0; }
+  bool connected() const { return conn_.is_open(); }
   // Sends all of `bytes`; false when the peer closed or reset the connection.
   bool send(std::string_view bytes);
   // Reads until `done(received())`, the peer closes, or `timeout`; returns done(...).
@@ -180,18 +178,15 @@ class RawClient {
   // Reads whatever arrives within `duration`.
   void read_for(milliseconds duration);
   // Everything received so far.
-  const std::string& received() const { return received_; }
-  bool closed() const { return closed_; }
-  bool reset() const { return reset_; }
+  const std::string& received() const { return conn_.buffer(); }
+  bool closed() const { return conn_.peer_closed(); }
+  bool reset() const { return conn_.peer_reset(); }
 
  private:
-  // One poll + recv; false on timeout.
+  // One wait for bytes; false on timeout.
   bool read_some(milliseconds timeout);
 
-  int fd_ = -1;
-  std::string received_;
-  bool closed_ = false;
-  bool reset_ = false;
+  test_support::Connection conn_;  // support/wire.h
 };
 
 // Whether a new TCP connection to 127.0.0.1:port is accepted by the kernel.

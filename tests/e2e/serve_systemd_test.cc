@@ -6,30 +6,26 @@
 // no ping after it), then exit 0. Sending READY=1 before the two lines fails the first
 // test ("READY=1 came before the http line"). The watchdog's checks (a stuck event loop
 // stops the pings) are tested in tests/server/systemd_watchdog_test.cc.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "serve_process.h"
-
-extern char** environ;
+#include "support/serve_launch.h"
 
 namespace idforge::e2e {
 namespace {
@@ -43,7 +39,8 @@ struct Event {
 };
 
 // systemd's end of sd_notify(3): a datagram socket whose messages carry the sender's
-// credentials, and the server started with NOTIFY_SOCKET pointing at it.
+// credentials, and the server started (test_support::ServeChild) with NOTIFY_SOCKET
+// pointing at it.
 class NotifiedServer {
  public:
   NotifiedServer(const TempDir& dir, const std::vector<std::string>& extra_env) {
@@ -59,58 +56,27 @@ class NotifiedServer {
     const int on = 1;
     ::setsockopt(sock_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
 
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string_view var(*e);
-      if (var.starts_with("IDFORGE_") || var.starts_with("NOTIFY_SOCKET=") ||
-          var.starts_with("WATCHDOG_")) {
-        continue;
-      }
-      env.emplace_back(var);
-    }
-    env.push_back("NOTIFY_SOCKET=" + socket_path_);
-    env.insert(env.end(), extra_env.begin(), extra_env.end());
-    std::vector<std::string> args = {
-        IDFORGE_BIN, "serve",       "--http",     "127.0.0.1:0",
-        "--resp",    "127.0.0.1:0", "--data-dir", dir.path() + "/data"};
-    stderr_path_ = dir.path() + "/stderr";
-
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addopen(&actions, 2, stderr_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> argv = pointers(args);
-    std::vector<char*> envp = pointers(env);
-    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    stdout_fd_ = out[0];
-    if (rc != 0) throw std::runtime_error("posix_spawn " IDFORGE_BIN);
-    ::fcntl(stdout_fd_, F_SETFL, O_NONBLOCK);
+    // Only the variables the test gives: a WATCHDOG_PID or NOTIFY_SOCKET of the test's
+    // own environment (one run under systemd) must not reach the server.
+    for (const char* name : {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"}) ::unsetenv(name);
+    test_support::ServeLaunch how;
+    how.bin = IDFORGE_BIN;
+    how.data_dir = dir.path() + "/data";
+    how.env = extra_env;
+    how.env.push_back("NOTIFY_SOCKET=" + socket_path_);
+    how.out_path = dir.path() + "/stdout";
+    how.err_path = dir.path() + "/stderr";
+    const Status launched = child_.launch(how);
+    if (!launched.ok()) throw std::runtime_error(launched.to_string());
   }
 
   ~NotifiedServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    if (stdout_fd_ >= 0) ::close(stdout_fd_);
+    child_.kill();
     if (sock_ >= 0) ::close(sock_);
   }
 
-  pid_t pid() const { return pid_; }
-  const std::string& stdout_text() const { return stdout_; }
-  std::string stderr_text() const {
-    std::ifstream in(stderr_path_);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  pid_t pid() const { return child_.pid(); }
+  std::string stderr_text() const { return child_.stderr_text(); }
 
   // Collects notifications for `duration`, or until one starts with `until` (when not
   // empty); returns whether that one came.
@@ -118,12 +84,11 @@ class NotifiedServer {
     const Clock::time_point end = Clock::now() + duration;
     while (Clock::now() < end) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
-      pollfd fds[2] = {{sock_, POLLIN, 0}, {stdout_fd_, POLLIN, 0}};
-      if (::poll(fds, 2, static_cast<int>(std::max<int64_t>(left.count(), 1))) < 0) {
+      pollfd fds[1] = {{sock_, POLLIN, 0}};
+      if (::poll(fds, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) < 0) {
         if (errno == EINTR) continue;
         throw std::runtime_error("poll");
       }
-      read_stdout();
       if ((fds[0].revents & POLLIN) == 0) continue;
       Event event = receive();
       const bool done = !until.empty() && event.message.starts_with(until);
@@ -133,17 +98,13 @@ class NotifiedServer {
     return until.empty();
   }
 
-  // Waits for the process; its exit status, 128 + signal, or -1 after `timeout`.
+  // Waits for the process, collecting notifications meanwhile; its exit status,
+  // 128 + signal, or -1 after `timeout`.
   int wait(std::chrono::milliseconds timeout) {
     const Clock::time_point end = Clock::now() + timeout;
     while (Clock::now() < end) {
-      int status = 0;
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        if (WIFEXITED(status)) return WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-        return -1;
+      if (std::optional<test_support::ExitInfo> exit = child_.try_reap()) {
+        return exit->signaled ? 128 + exit->signal : exit->code;
       }
       collect(std::chrono::milliseconds(20));
     }
@@ -153,24 +114,8 @@ class NotifiedServer {
   std::vector<Event> events;
 
  private:
-  static std::vector<char*> pointers(std::vector<std::string>& strings) {
-    std::vector<char*> out;
-    for (std::string& s : strings) out.push_back(s.data());
-    out.push_back(nullptr);
-    return out;
-  }
-
-  void read_stdout() {
-    char buf[4096];
-    for (;;) {
-      const ssize_t n = ::read(stdout_fd_, buf, sizeof buf);
-      if (n <= 0) return;
-      stdout_.append(buf, static_cast<size_t>(n));
-    }
-  }
-
   // One datagram with its sender. The server wrote to stdout before it sent, so what
-  // the pipe holds now is all it had written by then.
+  // the file holds now is all it had written by then.
   Event receive() {
     char data[4096];
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
@@ -191,17 +136,13 @@ class NotifiedServer {
         event.sender = cred.pid;
       }
     }
-    read_stdout();
-    event.stdout_before = stdout_;
+    event.stdout_before = child_.stdout_text();
     return event;
   }
 
   std::string socket_path_;
-  std::string stderr_path_;
   int sock_ = -1;
-  int stdout_fd_ = -1;
-  pid_t pid_ = -1;
-  std::string stdout_;
+  test_support::ServeChild child_;
 };
 
 size_t count_starting(const std::vector<Event>& events, std::string_view prefix, size_t from = 0) {

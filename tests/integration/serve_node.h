@@ -15,14 +15,12 @@
 
 #include "idforge/status.h"
 #include "support/serve_launch.h"
+#include "support/wire.h"
 
 namespace idforge::integration {
 
-// One answer of an HTTP GET.
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
+// One answer of an HTTP GET: status, body, and whether the server closes the connection.
+using HttpReply = test_support::HttpReply;
 
 // GETs over one keep-alive connection to host:port (127.0.0.1 unless given; an IPv4
 // address), opened again after any error. Every wait is bounded (a server that hangs
@@ -32,19 +30,14 @@ class HttpClient {
  public:
   explicit HttpClient(int port, std::string host = "127.0.0.1")
       : port_(port), host_(std::move(host)) {}
-  ~HttpClient();
-  HttpClient(const HttpClient&) = delete;
-  HttpClient& operator=(const HttpClient&) = delete;
 
   // IoError for a connection that failed or a reply that did not come in time.
   Result<HttpReply> get(const std::string& target, std::chrono::milliseconds timeout);
 
  private:
-  void close();
   int port_;
   std::string host_;
-  int fd_ = -1;
-  std::string buffer_;
+  test_support::Connection conn_;  // support/wire.h
 };
 
 // A running `idforge serve` on free ports of `host` (127.0.0.1 unless given), with `args`

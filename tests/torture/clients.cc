@@ -4,8 +4,19 @@
 
 #include <random>
 
+#include "support/wire.h"
+
 namespace idforge::torture {
 namespace {
+
+using test_support::Connection;
+using test_support::HttpReply;
+using test_support::parse_http_reply;
+using test_support::parse_id_lines;
+using test_support::parse_resp_reply;
+using test_support::ParseResult;
+using test_support::resp_command;
+using test_support::RespReply;
 
 constexpr int kMinBatch = 100;
 constexpr int kMaxBatch = 1000;

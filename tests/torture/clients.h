@@ -19,7 +19,6 @@
 
 #include "check.h"
 #include "cluster.h"
-#include "wire.h"
 
 namespace idforge::torture {
 

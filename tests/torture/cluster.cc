@@ -12,14 +12,18 @@
 #include "support/ports.h"
 #include "support/serve_launch.h"
 #include "support/text.h"
-#include "wire.h"
+#include "support/wire.h"
 
 namespace idforge::torture {
 namespace {
 
 using test::trim;
 
+using test_support::Connection;
 using test_support::ExitInfo;
+using test_support::HttpReply;
+using test_support::parse_http_reply;
+using test_support::ParseResult;
 using test_support::RunResult;
 
 // `"key":value` of a JSON object, as text (enough for the status's numbers and words).

@@ -23,9 +23,10 @@
 #include "idforge/status.h"
 #include "support/process.h"
 #include "support/serve_launch.h"
-#include "wire.h"
 
 namespace idforge::torture {
+
+using Clock = std::chrono::steady_clock;
 
 // One service started by scripts/test-services in its own directory.
 class Service {

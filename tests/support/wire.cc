@@ -1,4 +1,4 @@
-#include "wire.h"
+#include "support/wire.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace idforge::torture {
+namespace idforge::test_support {
 namespace {
 
 int millis_until(Clock::time_point deadline) {
@@ -53,8 +53,16 @@ bool iequals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-bool Connection::connect(int port, Clock::time_point deadline, std::string* error) {
+bool Connection::connect(int port, Clock::time_point deadline, std::string* error,
+                         const ConnectOptions& options) {
   close();
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, options.host.c_str(), &addr.sin_addr) != 1) {
+    *error = "not an IPv4 address: " + options.host;
+    return false;
+  }
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
     *error = "socket: " + errno_text(errno);
@@ -62,10 +70,9 @@ bool Connection::connect(int port, Clock::time_point deadline, std::string* erro
   }
   const int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (options.receive_buffer > 0) {
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &options.receive_buffer, sizeof(options.receive_buffer));
+  }
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     if (errno != EINPROGRESS) {
       *error = errno_text(errno);
@@ -96,9 +103,15 @@ void Connection::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   buffer_.clear();
+  peer_closed_ = false;
+  peer_reset_ = false;
 }
 
 bool Connection::send_all(std::string_view data, Clock::time_point deadline, std::string* error) {
+  if (fd_ < 0) {
+    *error = "not connected";
+    return false;
+  }
   while (!data.empty()) {
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -121,6 +134,10 @@ bool Connection::send_all(std::string_view data, Clock::time_point deadline, std
 }
 
 bool Connection::read_more(Clock::time_point deadline, std::string* error) {
+  if (fd_ < 0) {
+    *error = "not connected";
+    return false;
+  }
   char chunk[65536];
   while (true) {
     const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
@@ -130,11 +147,15 @@ bool Connection::read_more(Clock::time_point deadline, std::string* error) {
     }
     if (n == 0) {
       *error = "connection closed";
+      peer_closed_ = true;
       return false;
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      *error = errno_text(errno);
+      const int err = errno;
+      peer_closed_ = true;
+      peer_reset_ = err == ECONNRESET;
+      *error = errno_text(err);
       return false;
     }
     pollfd p{fd_, POLLIN, 0};
@@ -253,4 +274,4 @@ std::string resp_command(const std::vector<std::string>& args) {
   return out;
 }
 
-}  // namespace idforge::torture
+}  // namespace idforge::test_support

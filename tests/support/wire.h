@@ -1,7 +1,9 @@
-// A minimal blocking client over POSIX sockets for the torture run: one connection,
-// deadlines on every wait (a SIGSTOPped server accepts but never answers), and parsers
-// for exactly the answers it asks for: HTTP/1.1 with Content-Length, and RESP
-// integers, arrays of integers and errors. Not thread-safe: one per client thread.
+// The tests' one client of the server's wire: a TCP connection whose every wait has a
+// deadline (a SIGSTOPped server accepts but never answers), and parsers for exactly the
+// answers the tests ask for: HTTP/1.1 with Content-Length, and RESP integers, arrays of
+// integers and errors. The torture run's clients, the integration tests' HttpClient
+// (integration/serve_node.h) and the e2e tests' RawClient (e2e/serve_process.h) are
+// built on it. Not thread-safe: one Connection per thread.
 #pragma once
 
 #include <chrono>
@@ -10,9 +12,14 @@
 #include <string_view>
 #include <vector>
 
-namespace idforge::torture {
+namespace idforge::test_support {
 
 using Clock = std::chrono::steady_clock;
+
+struct ConnectOptions {
+  std::string host = "127.0.0.1";  // an IPv4 address
+  int receive_buffer = 0;          // > 0: SO_RCVBUF before connecting (a client slow to read)
+};
 
 class Connection {
  public:
@@ -21,20 +28,28 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Connects to 127.0.0.1:port; false with `error` set ("connection refused", ...).
-  bool connect(int port, Clock::time_point deadline, std::string* error);
+  // Connects to host:port; false with `error` set ("connection refused", ...).
+  bool connect(int port, Clock::time_point deadline, std::string* error,
+               const ConnectOptions& options = {});
   void close();
   bool is_open() const { return fd_ >= 0; }
 
   bool send_all(std::string_view data, Clock::time_point deadline, std::string* error);
-  // Appends what arrives to buffer(); false on timeout, close or error (`error` says).
+  // Appends what arrives to buffer(); false on timeout, close or error (`error` says;
+  // peer_closed() tells a close or reset from a timeout).
   bool read_more(Clock::time_point deadline, std::string* error);
 
   std::string& buffer() { return buffer_; }
+  const std::string& buffer() const { return buffer_; }
+  // The peer closed the connection (EOF) or reset it; the buffer keeps what came before.
+  bool peer_closed() const { return peer_closed_; }
+  bool peer_reset() const { return peer_reset_; }
 
  private:
   int fd_ = -1;
   std::string buffer_;
+  bool peer_closed_ = false;
+  bool peer_reset_ = false;
 };
 
 enum class ParseResult { kIncomplete, kDone, kBad };
@@ -60,4 +75,4 @@ bool parse_id_lines(std::string_view body, std::vector<uint64_t>* out);
 // A RESP command as an array of bulk strings.
 std::string resp_command(const std::vector<std::string>& args);
 
-}  // namespace idforge::torture
+}  // namespace idforge::test_support
