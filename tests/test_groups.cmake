@@ -4,7 +4,8 @@
 # parameter (AllStores/StoreContractTest.*/postgres), or a suite's tests when it has none:
 # tests that would start the same servers (integration/services.h starts each shared
 # server once per process) share them, and no test pays a process start of its own.
-# Variables set by the caller: bin, label, cost_per_test, long_suites (a list).
+# Variables set by the caller: bin, label, cost_per_test, long_suites and serial_suites
+# (lists).
 if(NOT EXISTS "${bin}")
   # Not built: one test that fails and says so, rather than no tests at all.
   add_test("${label}.not_built" "${bin}")
@@ -69,4 +70,8 @@ foreach(group IN LISTS groups)
   list(APPEND idforge_test_group_names "${name}")
   add_test("${name}" "${bin}" "--gtest_filter=${group}" --gtest_brief=1)
   set_tests_properties("${name}" PROPERTIES LABELS "${label}" COST ${cost})
+  list(FIND serial_suites "${suite}" serial)
+  if(serial GREATER -1)
+    set_tests_properties("${name}" PROPERTIES RUN_SERIAL TRUE)
+  endif()
 endforeach()
