@@ -86,14 +86,20 @@ test-tsan: deps-build
 # Unit, server and integration tests under AddressSanitizer + UndefinedBehaviorSanitizer
 # (clang 14), but the concurrency suites (above). The e2e tests run the release binary in
 # `make test`.
+# Their servers' and nodes' directories (IDFORGE_TEST_TMPDIR) go to /dev/shm when it has
+# 4 GB free: an fsync there returns at once, so three tests at a time do not wait on each
+# other's flushes (the stage took 189 to 206 s there against 243 s on disk, 2026-11-29).
+# What a killed server or node leaves behind is the same as on disk.
 ASAN_TARGETS = idforge idforge_unit_tests idforge_server_tests idforge_integration_tests
+TEST_TMPDIR ?= $(shell [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}')" -gt 4000000 ] \
+  2>/dev/null && echo /dev/shm || echo /tmp)
 test-asan: deps-build
 	@$(CMAKE) --preset asan >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS) --target $(ASAN_TARGETS)
 	@scripts/install-deps --wait build
-	@echo "== AddressSanitizer + UBSan: unit, server and integration tests"
+	@echo "== AddressSanitizer + UBSan: unit, server and integration tests (directories in $(TEST_TMPDIR))"
 	@ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
-	  ctest --test-dir build-asan --output-on-failure --no-label-summary -j $(TEST_JOBS) \
+	  IDFORGE_TEST_TMPDIR=$(TEST_TMPDIR) ctest --test-dir build-asan --output-on-failure --no-label-summary -j $(TEST_JOBS) \
 	  -L 'unit|server|integration' -E '$(CONCURRENCY_SUITES)\.'
 
 bench: build
