@@ -3,10 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <thread>
 

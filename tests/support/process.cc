@@ -21,14 +21,16 @@ namespace {
 // NAME of "NAME=value".
 std::string env_name(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
-// Our environment without the names starting with `drop_prefix` (none when empty), with
+// Our environment without the names starting with one of `drop_prefixes`, with
 // `overrides` added, replacing same-named entries.
 std::vector<std::string> merged_environment(const std::vector<std::string>& overrides,
-                                            const std::string& drop_prefix) {
+                                            const std::vector<std::string>& drop_prefixes) {
   std::vector<std::string> merged;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
-    if (!drop_prefix.empty() && entry.starts_with(drop_prefix)) continue;
+    bool dropped = false;
+    for (const std::string& prefix : drop_prefixes) dropped |= entry.starts_with(prefix);
+    if (dropped) continue;
     bool overridden = false;
     for (const std::string& add : overrides) overridden |= env_name(add) == env_name(entry);
     if (!overridden) merged.push_back(entry);
@@ -82,7 +84,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return child;
   // Everything the child needs is built before fork: after it, only async-signal-safe
   // calls are allowed, since other threads may hold the allocator's locks.
-  std::vector<std::string> env_storage = merged_environment(options.env, options.drop_env_prefix);
+  std::vector<std::string> env_storage = merged_environment(options.env, options.drop_env_prefixes);
   std::vector<char*> envp = c_array(env_storage);
   std::vector<std::string> arg_storage = argv;
   std::vector<char*> args = c_array(arg_storage);

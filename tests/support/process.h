@@ -22,10 +22,10 @@ namespace idforge::test_support {
 struct SpawnOptions {
   // "NAME=value" entries added to the test's environment, replacing same-named ones.
   std::vector<std::string> env{};
-  // Variables of the test's environment whose names start with this are not passed on
-  // (`env` is added after): "IDFORGE_" keeps a developer's settings from a server the
-  // test configures itself. Empty: all are.
-  std::string drop_env_prefix{};
+  // Variables of the test's environment whose names start with one of these are not
+  // passed on (`env` is added after): "IDFORGE_" keeps a developer's settings from a
+  // server the test configures itself. Empty: all are.
+  std::vector<std::string> drop_env_prefixes{};
   // stdout, truncated; empty: /dev/null.
   std::string out_path{};
   // stderr, truncated; empty: the test's own stderr, where a failing child's reason is

@@ -59,7 +59,9 @@ Status ServeChild::launch(const ServeLaunch& how) {
   last_exit_.reset();
   SpawnOptions options;
   options.env = how.env;
-  options.drop_env_prefix = "IDFORGE_";
+  // A developer's settings, and systemd's: a server a test starts must never notify or
+  // ping the service manager the test itself may run under.
+  options.drop_env_prefixes = {"IDFORGE_", "NOTIFY_SOCKET=", "WATCHDOG_"};
   options.out_path = how.out_path;
   options.err_path = how.err_path;
   options.append_err = how.append_err;

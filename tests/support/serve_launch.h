@@ -36,9 +36,10 @@ struct ServeLaunch {
   int resp_port = 0;
   std::string data_dir{};
   std::vector<std::string> args{};  // after --data-dir
-  // "NAME=value" added to the environment. The test's own IDFORGE_* variables are never
-  // passed on: a developer's IDFORGE_CONFIG or IDFORGE_LOG_FORMAT must not change what
-  // a test starts.
+  // "NAME=value" added to the environment. The test's own IDFORGE_*, NOTIFY_SOCKET and
+  // WATCHDOG_* variables are never passed on: a developer's IDFORGE_CONFIG or
+  // IDFORGE_LOG_FORMAT must not change what a test starts, nor a server started by a
+  // test notify the service manager the test runs under.
   std::vector<std::string> env{};
   std::string out_path{};        // stdout, truncated (the listening lines are read from it)
   std::string err_path{};        // stderr; empty: the test's own
