@@ -53,9 +53,10 @@ demo: binary
 
 # Concurrency tests under ThreadSanitizer; unit, server and integration tests under
 # ASan + UBSan; each fuzz target for a few seconds; then the release binary's tests (e2e,
-# browser, the short torture run). ctest runs last so its summary line closes the output.
+# browser, the short torture run). ctest runs last so its summary line closes the output;
+# at one more test than the cores, as the torture run, started first, keeps 1.2 of them busy.
 test: deps-background test-build test-tsan test-asan test-fuzz
-	@ctest --test-dir build --output-on-failure --no-label-summary -j $(JOBS) \
+	@ctest --test-dir build --output-on-failure --no-label-summary -j $(TEST_JOBS) \
 	  -L 'e2e|torture-short'
 
 # What the release tests run: the binary, the end-to-end tests, the torture run (g++;
@@ -64,7 +65,8 @@ test-build: deps-build
 	@$(CMAKE) --preset release >/dev/null
 	@$(CMAKE) --build --preset release -j $(JOBS) --target idforge idforge_e2e_tests idforge_torture
 
-# A few seconds per fuzz target, built in the ASan tree (make fuzz for real runs).
+# A few seconds per fuzz target, built in the ASan tree by test-asan's own build (one ninja
+# run keeps both cores busy to its end), here only run (make fuzz for real runs).
 test-fuzz: test-asan
 	@FUZZ_PRESET=asan FUZZ_BUILD=build-asan scripts/fuzz 3
 
@@ -90,11 +92,11 @@ test-tsan: deps-build
 # 4 GB free: an fsync there returns at once, so three tests at a time do not wait on each
 # other's flushes (the stage took 189 to 206 s there against 243 s on disk, 2026-11-29).
 # What a killed server or node leaves behind is the same as on disk.
-ASAN_TARGETS = idforge idforge_unit_tests idforge_server_tests idforge_integration_tests
+ASAN_TARGETS = idforge idforge_unit_tests idforge_server_tests idforge_integration_tests idforge_fuzz
 TEST_TMPDIR ?= $(shell [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}')" -gt 4000000 ] \
   2>/dev/null && echo /dev/shm || echo /tmp)
 test-asan: deps-build
-	@$(CMAKE) --preset asan >/dev/null
+	@$(CMAKE) --preset asan -DIDFORGE_FUZZ=ON >/dev/null
 	@$(CMAKE) --build --preset asan -j $(JOBS) --target $(ASAN_TARGETS)
 	@scripts/install-deps --wait build
 	@echo "== AddressSanitizer + UBSan: unit, server and integration tests (directories in $(TEST_TMPDIR))"
