@@ -9,7 +9,8 @@ server's access log (one line per command) shows what each library sent; the
 increment commands among them are checked too, so the table in docs/api.md is tested.
 
 Usage: check.py IDFORGE_BIN   (run by check.sh, which installs the npm packages first)
-Env: IDFORGE_REDIS_CLIENTS: a comma-separated subset of the library names below.
+Env: IDFORGE_REDIS_CLIENTS: a comma-separated subset of the library names below, and
+     big-ids (integer replies above 2^53 in the Node.js libraries).
 """
 import json
 import os
@@ -84,13 +85,15 @@ class Server:
     """One `idforge serve` on loopback ports, with every command in its access log.
     `step`: the tags' step, and the most it may grow to."""
 
-    def __init__(self, binary, work, name, tags, stores, step):
+    def __init__(self, binary, work, name, tags, stores, step, starts=None):
         self.dir = os.path.join(work, name)
         os.mkdir(self.dir, 0o700)
         store_flags = [f for s in stores for f in ("--store", f"sqlite:{self.dir}/{s}.db")]
         for tag in tags:
+            start = (starts or {}).get(tag, 1)
             subprocess.run([binary, "tag", "create", tag, "--data-dir", self.dir, "--step",
-                            str(step), *store_flags], check=True, stdout=subprocess.DEVNULL)
+                            str(step), "--start", str(start), *store_flags], check=True,
+                           stdout=subprocess.DEVNULL)
         self.out_path = os.path.join(work, f"{name}.out")
         self.log_path = os.path.join(work, f"{name}.log")
         self.proc = subprocess.Popen(
@@ -175,6 +178,35 @@ def check_library(name, tag, command, extra_errors, sent, main, striped):
     return failures, took, others
 
 
+# Integer replies above 2^53 in the Node.js libraries (big_ids.mjs): the first ID of a tag
+# created at 2^53 + 1, by default and with each library's option. The defaults round it
+# (docs/clients.md says so and names the options; a library that stops rounding fails
+# this, and the doc must change with it).
+BIG_START = 2**53 + 1
+BIG_EXPECTED = {
+    "node-redis-4": str(2**53),  # no option: Number only
+    "node-redis": str(2**53),
+    "node-redis-bigint": str(2**53),  # a BigInt made from the rounded Number
+    "node-redis-string": str(BIG_START),  # withTypeMapping({[RESP_TYPES.NUMBER]: String})
+    "ioredis": str(2**53),
+    "ioredis-string": str(BIG_START),  # new Redis({stringNumbers: true})
+}
+
+
+def check_big_ids(server):
+    """Runs big_ids.mjs; returns the list of failures."""
+    try:
+        run = subprocess.run(["node", os.path.join(HERE, "big_ids.mjs"), str(server.port)],
+                             capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired as e:
+        return [f"no answer within {e.timeout} s"]
+    if run.returncode != 0 or not run.stdout.strip():
+        return [f"exited {run.returncode}:\n{run.stdout}{run.stderr}"]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    return [f"{case}: {got.get(case)!r}, expected {want!r}"
+            for case, want in BIG_EXPECTED.items() if got.get(case) != want]
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: check.py IDFORGE_BIN")
@@ -188,9 +220,12 @@ def main():
     passed = failed = skipped = 0
     try:
         tags = [lib[1] for lib in libraries]
+        big = node_major >= 20 and (not chosen or "big-ids" in chosen.split(","))
+        big_tags = {f"big-{case}": BIG_START for case in BIG_EXPECTED} if big else {}
         # A step of 1 that never grows: nearly every INCRBY and transaction waits on the
         # store, also in the middle of an EXEC.
-        main_server = Server(binary, work, "main", tags, ["segments"], 1)
+        main_server = Server(binary, work, "main", tags + list(big_tags), ["segments"], 1,
+                             big_tags)
         servers.append(main_server)
         # Two stores of 1,000 IDs a range: store i hands out the IDs = i mod 2, so no two
         # IDs of a range are contiguous.
@@ -211,6 +246,17 @@ def main():
             else:
                 passed += 1
                 print(f"ok   {name} ({took:.2f} s); also sent: {', '.join(others) or 'nothing'}")
+        if big:
+            failures = check_big_ids(main_server)
+            if failures:
+                failed += 1
+                print("FAIL big-ids (integer replies above 2^53)")
+                for failure in failures:
+                    print(f"  {failure}")
+            else:
+                passed += 1
+                print("ok   big-ids: node-redis and ioredis round 2^53 + 1 by default; "
+                      "a String type mapping and stringNumbers keep it exact")
         if failed:
             print("main server's log:\n" + main_server.log()[-4000:])
     finally:
