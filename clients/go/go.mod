@@ -1,0 +1,3 @@
+module idforge.dev/client
+
+go 1.19
