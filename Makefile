@@ -10,7 +10,7 @@ TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 CMAKE ?= cmake
 SECONDS ?= 2
 
-.PHONY: all deps deps-build deps-background build binary deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-tags bench-security bench-stores fuzz torture screenshot format clean
+.PHONY: all deps deps-build deps-background build binary deb run demo test test-build test-unit test-tsan test-asan test-fuzz bench bench-load bench-floor bench-tags bench-security bench-stores bench-clients fuzz torture screenshot format clean
 
 all: build
 
@@ -134,6 +134,11 @@ bench-tags: build
 # (docs/benchmarks.md, "Security").
 bench-security: build
 	@bench/load/security.sh --idforge build/idforge
+
+# The seven clients' next() with and without their buffer, beside an in-process counter
+# (docs/benchmarks.md, "Clients").
+bench-clients: build
+	@bench/clients/run.sh --idforge build/idforge
 
 # libFuzzer targets (clang), each for SECONDS (docs/reliability.md, "Fuzzing").
 fuzz: deps

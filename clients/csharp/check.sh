@@ -30,7 +30,7 @@ case "$build/" in
 esac
 
 # What is compiled; the project files must name the same files.
-lib_sources=(src/AssemblyInfo.cs src/Buffers.cs src/Client.cs src/ClientOptions.cs src/Errors.cs src/Json.cs src/Snowflake.cs src/Connection.cs src/Kinds.cs src/RequestFailures.cs src/Server.cs src/ServerUrl.cs)
+lib_sources=(src/AssemblyInfo.cs src/Buffers.cs src/Client.cs src/ClientOptions.cs src/Errors.cs src/Json.cs src/Snowflake.cs src/Connection.cs src/Kinds.cs src/RequestFailures.cs src/Server.cs src/ServerUrl.cs src/States.cs)
 tool_sources=(tools/ParseTool.cs)
 test_sources=(tests/ClientOpenTests.cs tests/ParseTests.cs tests/ServerTests.cs tests/Support.cs)
 bench_sources=(bench/Bench.cs tests/Support.cs)

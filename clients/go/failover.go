@@ -26,6 +26,22 @@ func (c *Client) request(ctx context.Context, kind Kind, tag string, count int, 
 	c.mu.Unlock()
 	tried := make([]string, n) // why each server failed this request; "" when not tried
 	triedOne := false
+	// ask sends the request to server i: done when it answered or said the request itself
+	// is wrong (err), else its failure is kept for the error that names every server.
+	var got answer
+	var sentAt time.Time
+	ask := func(i int) (done bool, err error) {
+		a, sent, why, err := c.attempt(ctx, i, kind, tag, count, deadline)
+		if err != nil {
+			return true, err
+		}
+		if why == "" {
+			got, sentAt = a, sent
+			return true, nil
+		}
+		tried[i], triedOne = why, true
+		return false, nil
+	}
 	for k := 0; k < n; k++ {
 		i := (start + k) % n
 		if c.backingOff(i) {
@@ -34,14 +50,9 @@ func (c *Client) request(ctx context.Context, kind Kind, tag string, count int, 
 		if !deadline.IsZero() && time.Until(deadline) <= time.Millisecond {
 			break
 		}
-		a, sent, why, err := c.attempt(ctx, i, kind, tag, count, deadline)
-		if err != nil {
-			return answer{}, time.Time{}, err
+		if done, err := ask(i); done {
+			return got, sentAt, err
 		}
-		if why == "" {
-			return a, sent, nil
-		}
-		tried[i], triedOne = why, true
 	}
 	if !triedOne && !mustTry {
 		return answer{}, time.Time{}, errNothingTried
@@ -65,14 +76,9 @@ func (c *Client) request(ctx context.Context, kind Kind, tag string, count int, 
 			if triedOne && !deadline.IsZero() && time.Until(deadline) <= time.Millisecond {
 				break
 			}
-			a, sent, why, err := c.attempt(ctx, i, kind, tag, count, deadline)
-			if err != nil {
-				return answer{}, time.Time{}, err
+			if done, err := ask(i); done {
+				return got, sentAt, err
 			}
-			if why == "" {
-				return a, sent, nil
-			}
-			tried[i], triedOne = why, true
 		}
 	}
 	servers := c.serverErrors(tried)

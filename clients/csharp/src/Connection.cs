@@ -1,13 +1,9 @@
 // One kept-alive socket to a server, with a read buffer: every wait is bounded by what is
 // left of the request's deadline (connect, send and the whole answer).
 using System;
-using System.Collections.Generic;
-using System.Diagnostics;
-using System.Globalization;
 using System.IO;
 using System.Net;
 using System.Net.Sockets;
-using System.Text;
 
 namespace Idforge.Client
 {

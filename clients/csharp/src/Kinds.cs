@@ -1,13 +1,6 @@
 // The kinds of ID a client asks for (snowflake, uuid7, ulid, segment): their wire names
 // and how an answer's text becomes a value.
 using System;
-using System.Collections.Generic;
-using System.Diagnostics;
-using System.Globalization;
-using System.IO;
-using System.Net;
-using System.Net.Sockets;
-using System.Text;
 
 namespace Idforge.Client
 {

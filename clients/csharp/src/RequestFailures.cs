@@ -1,13 +1,7 @@
 // What every request of the client shares: the clock it measures deadlines with and the
 // failures a request can end in (the wire itself: Connection.cs and Server.cs).
 using System;
-using System.Collections.Generic;
 using System.Diagnostics;
-using System.Globalization;
-using System.IO;
-using System.Net;
-using System.Net.Sockets;
-using System.Text;
 
 namespace Idforge.Client
 {

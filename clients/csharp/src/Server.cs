@@ -2,10 +2,8 @@
 // over HTTP/1.1 or the Redis protocol (RESP2), read with its own small readers.
 using System;
 using System.Collections.Generic;
-using System.Diagnostics;
 using System.Globalization;
 using System.IO;
-using System.Net;
 using System.Net.Sockets;
 using System.Text;
 

@@ -1,13 +1,9 @@
 // A server of the list: http://HOST:PORT or redis://HOST:PORT, with the default ports of
 // docs/clients.md.
 using System;
-using System.Collections.Generic;
-using System.Diagnostics;
 using System.Globalization;
-using System.IO;
 using System.Net;
 using System.Net.Sockets;
-using System.Text;
 
 namespace Idforge.Client
 {
