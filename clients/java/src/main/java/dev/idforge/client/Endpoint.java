@@ -16,7 +16,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * One server of a client: its URL, its back-off state (guarded by the client) and its
+ * One server of a client: its URL, its back-off state (guarded by {@link Failover}) and its
  * kept-alive connections, and one request for IDs over HTTP/1.1 (the JSON API) or RESP2
  * (the Redis protocol) within a deadline.
  */
@@ -38,7 +38,7 @@ final class Endpoint {
   private final Set<Connection> busy = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
-  // Failover state, guarded by the client's lock.
+  // Back-off state, guarded by Failover's lock.
   int failures;
   long until; // Clock.now() when its back-off ends; 0: none
   long lastFailure;
