@@ -9,15 +9,19 @@
 #         our GET /v1/snowflake
 #
 # Usage: bench/load/run.sh [--seconds N] [--clients N] [--rounds N] [--idforge BIN]
+#                          [--syscalls-only]
 # Each pairing runs --rounds times (default 3), peer and idforge alternating, and the
 # table shows the medians: on a shared machine one run alone says little. Each run lasts
 # about --seconds (default 8). Besides rate and p99, each row gives the server's own CPU
 # time per request (user + system, from /proc): what it spends, whoever limits the rate.
+# Last, system calls per unpipelined INCR under strace, for each server (when strace is
+# installed).
 # Everything runs on 127.0.0.1, random free ports, in a temporary directory that is
 # removed at the end. Prints Markdown tables (and ratios to the peer).
 set -euo pipefail
 
 seconds=8
+syscalls_only=0
 clients=50
 rounds=3
 bin=build/idforge
@@ -27,7 +31,8 @@ while [ $# -gt 0 ]; do
     --clients) clients="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --idforge) bin="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --syscalls-only) syscalls_only=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -216,6 +221,7 @@ header() {
 }
 
 loops=$(nproc)
+[ "$syscalls_only" -eq 1 ] || {
 for threads in 1 "$loops"; do
   if [ "$threads" -le 1 ]; then
     echo "RESP, redis-benchmark on one thread (the generator saturates first):"
@@ -246,6 +252,46 @@ pair "http_run nginx_pids http://127.0.0.1:$nginx_port/v1/snowflake" \
 row "wrk -t $loops -c $clients keep-alive" "nginx fixed body ($loops workers)" \
   "GET /v1/snowflake ($loops loops, default)"
 echo
+}
+
+# System calls per request (strace -c -f on the server's every thread) for unpipelined
+# INCR, on a separate run: strace slows the server several times over, so what its
+# threads do by the clock (idforge's millisecond clock thread, redis-server's cron)
+# counts several times more per request than without strace. The idle rate (a second
+# with no load) times the run's length is that share: the table gives the count with and
+# without it, and the calls that make it up.
+syscalls_run() {  # name pid port
+  local name=$1 pid=$2 port=$3 n=100000 out=$work/strace-$1 idle start end
+  command -v strace >/dev/null || return 0
+  strace -c -f -p "$pid" -o "$out.idle" 2>/dev/null & local st=$!
+  sleep 2; kill -INT "$st"; wait "$st" 2>/dev/null || true
+  idle=$(awk 'NR > 2 && $1 ~ /^[0-9]/ && $NF != "total" { t += $4 } END { print t / 2 }' "$out.idle")
+  strace -c -f -p "$pid" -o "$out.load" 2>/dev/null & st=$!
+  sleep 0.5
+  start=$(date +%s.%N)
+  timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -n "$n" -q INCR bench \
+    >/dev/null 2>&1 || true
+  end=$(date +%s.%N)
+  kill -INT "$st"; wait "$st" 2>/dev/null || true
+  awk -v name="$name" -v n="$n" -v idle="$idle" -v secs="$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" '
+    NR > 2 && $1 ~ /^[0-9]/ && $NF != "total" { c[$NF] = $4; t += $4 }
+    END {
+      split("read recvfrom write sendto epoll_wait futex", k, " ")
+      line = ""
+      for (i = 1; i <= 6; i++) if (c[k[i]] / n >= 0.0005) line = line sprintf("%s %.3f, ", k[i], c[k[i]] / n)
+      printf "| %s | %.2f | %.2f | %s |\n", name, t / n, (t - idle * secs) / n, substr(line, 1, length(line) - 2)
+    }' "$out.load"
+}
+if command -v strace >/dev/null; then
+  echo "System calls per unpipelined INCR (redis-benchmark -c $clients -n 100000, strace -c -f):"
+  echo
+  echo "| server | per request | less the idle rate | the request's calls, per request |"
+  echo "| --- | ---: | ---: | --- |"
+  syscalls_run "redis-server" "$redis_pid" "$redis_port"
+  syscalls_run "idforge ($loops loops, default)" "$default_pid" "$resp_port"
+  syscalls_run "idforge (1 loop)" "$one_pid" "$resp_port_one"
+  echo
+fi
 echo "$(nproc) cores shared by the load generator and the servers; medians of $rounds" \
   "alternating rounds of about $seconds s; $clients connections;" \
   "$("$bin" --version 2>/dev/null | head -1)."

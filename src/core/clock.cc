@@ -1,10 +1,12 @@
 #include "idforge/clock.h"
 
+#include <errno.h>
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -38,8 +40,11 @@ class Ticker {
     MutexLock lock(mu_);
     if (users_++ == 0) {
       now_.store(read_realtime_ms(), std::memory_order_relaxed);
-      stop_ = false;
-      thread_ = std::thread([this] { run(); });
+      // Each thread its own flag: with one shared flag, an acquire just after the last
+      // release would clear it before the old thread saw it, and that release's join
+      // would wait until the next release.
+      stop_ = std::make_shared<std::atomic<bool>>(false);
+      thread_ = std::thread([this, stop = stop_] { run(*stop); });
     }
   }
 
@@ -48,11 +53,10 @@ class Ticker {
     {
       MutexLock lock(mu_);
       if (--users_ > 0) return;
-      stop_ = true;
+      stop_->store(true, std::memory_order_relaxed);
       done = std::move(thread_);
     }
-    cv_.notify_all();
-    if (done.joinable()) done.join();
+    if (done.joinable()) done.join();  // within a millisecond: the thread's next wake
   }
 
   int64_t now() const { return now_.load(std::memory_order_relaxed); }
@@ -67,28 +71,27 @@ class Ticker {
   }
 
  private:
-  void run() IDFORGE_EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    while (!stop_) {
-      lock.unlock();
+  // One clock_nanosleep a millisecond and nothing else: a condition variable's timed wait
+  // cost two futex calls a tick (the wait, and the wake glibc makes when it takes the
+  // mutex back), 2,000 system calls a second beside the requests (docs/benchmarks.md,
+  // "System calls per request").
+  void run(const std::atomic<bool>& stop) {
+    while (!stop.load(std::memory_order_relaxed)) {
       timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       now_.store(static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000,
                  std::memory_order_relaxed);
-      // Wake just after the next millisecond boundary.
-      auto until_next = std::chrono::nanoseconds(1'000'000 - ts.tv_nsec % 1'000'000 + 20'000);
-      lock.lock();
-      const auto wake = std::chrono::steady_clock::now() + until_next;
-      while (!stop_ && lock.wait_until(cv_, wake)) {
+      // Wake just after the next millisecond boundary (relative: the real clock may step).
+      timespec nap{0, 1'000'000 - ts.tv_nsec % 1'000'000 + 20'000};
+      while (clock_nanosleep(CLOCK_MONOTONIC, 0, &nap, &nap) == EINTR) {
       }
     }
   }
 
   Mutex mu_;
-  std::condition_variable cv_;
   std::thread thread_ IDFORGE_GUARDED_BY(mu_);
   int users_ IDFORGE_GUARDED_BY(mu_) = 0;
-  bool stop_ IDFORGE_GUARDED_BY(mu_) = false;
+  std::shared_ptr<std::atomic<bool>> stop_ IDFORGE_GUARDED_BY(mu_);
   std::atomic<int64_t> now_{0};
 };
 
