@@ -380,6 +380,11 @@ namespace IdforgeClientTests
         [Test]
         public void BothRefuseTheSameInputs()
         {
+            // A CLI that fails on everything (a wrong IDFORGE_BIN) would "refuse" each case:
+            // it must first decode a good one.
+            Case good = Good[0];
+            Assert.AreEqual(0, IdforgeParse(CliArgs(good.Id, good.Layout, good.Epoch, good.Tick)).Item1,
+                            "idforge parse must work for its refusals to mean anything");
             IdforgeParseAll(Bad.Select(c => CliArgs(c.Id, c.Layout, c.Epoch, c.Tick)));
             foreach (Case c in Bad)
             {

@@ -263,6 +263,10 @@ class ParseTest < Minitest::Test
   end
 
   def test_both_refuse_the_same_inputs
+    # A CLI that fails on everything (a wrong IDFORGE_BIN) would "refuse" each case: it
+    # must first decode a good one.
+    ok, line = ParseTest.cli.fetch(ParseTest.args_of("910499571847892992", "twitter", nil, nil))
+    assert ok, "idforge parse must work for its refusals to mean anything: #{line}"
     BAD.each do |id, layout, epoch, tick|
       ok, line = ParseTest.cli.fetch(ParseTest.args_of(id, layout, epoch, tick))
       refute ok, "#{id} #{layout} #{epoch} #{tick}: #{line}"
