@@ -143,6 +143,9 @@ final class IdBuffers {
 
   // -- taking an ID -----------------------------------------------------------------------
 
+  // nextNumber and nextText are the same steps on a long[] and a String[]: one generic
+  // version would box every Snowflake and segment ID on the path a buffered call takes.
+
   /** The next ID of {@code b}, a buffer of numbers; the caller checked that the client is open. */
   long nextNumber(IdBuffer b) {
     b.lock.lock();
