@@ -25,12 +25,16 @@ class Clock {
   // millisecond). Waits of a couple of ms spin (yielding), since a Snowflake tick is 1 ms
   // and a sleep overshoots it; longer ones sleep.
   virtual std::chrono::microseconds wait_until(int64_t target_ms, int64_t max_wait_ms);
+  // True for the clocks that read the system's real-time clock, whose steps the system's
+  // monotonic clock can tell from jumps (SnowflakeOptions::max_clock_step_ms).
+  virtual bool reads_system_time() const { return false; }
 };
 
 // Reads the system's real-time clock on every call (about 20 ns).
 class SystemClock final : public Clock {
  public:
   int64_t now_ms() override;
+  bool reads_system_time() const override { return true; }
   void sleep_ms(int64_t ms) override;
 };
 
@@ -49,6 +53,7 @@ class CachedSystemClock final : public Clock {
   int64_t now_ms() override;
   int64_t now_precise_ms() override;
   void sleep_ms(int64_t ms) override;
+  bool reads_system_time() const override { return true; }
   // Waits on the real clock and then shares what it read, so a waiter does not depend
   // on the background thread getting CPU time.
   std::chrono::microseconds wait_until(int64_t target_ms, int64_t max_wait_ms) override;
@@ -56,6 +61,11 @@ class CachedSystemClock final : public Clock {
 
 // The clock generators use when none is given: a process-wide CachedSystemClock.
 Clock& default_clock();
+
+// A process-wide SystemClock: no thread. For a process whose generators are asked a few
+// hundred thousand times a second at most (the server), where the cached clock's thread,
+// waking a thousand times a second, costs more than reading the clock on each call.
+Clock& system_clock();
 
 // A clock that moves only when told to. With auto_advance (the default), sleep_ms
 // advances it by the requested time, so code that waits finishes at once in tests.

@@ -78,8 +78,9 @@ struct SnowflakeOptions {
   // more than max_clock_step_ms + max_drift_ms + reserve_ms ahead of the trusted time. A
   // jump that was a correction (the clock had been behind) is adopted by a restart,
   // which trusts the clock it starts with. The monotonic clock is CLOCK_BOOTTIME (it also
-  // counts a suspend); with a custom `clock` the guard is off, so a test clock's steps
-  // are followed. 0: follow every step.
+  // counts a suspend); with a `clock` that does not read the system's time
+  // (Clock::reads_system_time), a test clock, the guard is off and its steps are
+  // followed. 0: follow every step.
   int64_t max_clock_step_ms = 10'000;
 };
 

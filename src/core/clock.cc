@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "thread_annotations.h"
+#include "thread_name.h"
 
 namespace idforge {
 namespace {
@@ -76,6 +77,7 @@ class Ticker {
   // mutex back), 2,000 system calls a second beside the requests (docs/benchmarks.md,
   // "System calls per request").
   void run(const std::atomic<bool>& stop) {
+    name_this_thread("idforge-clock");
     while (!stop.load(std::memory_order_relaxed)) {
       timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
@@ -136,6 +138,11 @@ std::chrono::microseconds CachedSystemClock::wait_until(int64_t target_ms, int64
   const std::chrono::microseconds waited = real.wait_until(target_ms, max_wait_ms);
   Ticker::instance().publish(real.now_ms());
   return waited;
+}
+
+Clock& system_clock() {
+  static SystemClock* clock = new SystemClock();  // lives as long as the process
+  return *clock;
 }
 
 Clock& default_clock() {

@@ -108,9 +108,9 @@ SnowflakeGeneratorImpl::SnowflakeGeneratorImpl(SnowflakeOptions options,
       startup_wait_ms_(options.max_startup_wait_ms),
       max_step_ms_(options.max_clock_step_ms),
       clock_(options.clock ? options.clock : &default_clock()),
-      monotonic_(internals.monotonic_ms     ? std::move(internals.monotonic_ms)
-                 : options.clock == nullptr ? std::function<int64_t()>(boot_ms)
-                                            : nullptr),
+      monotonic_(internals.monotonic_ms        ? std::move(internals.monotonic_ms)
+                 : clock_->reads_system_time() ? std::function<int64_t()>(boot_ms)
+                                               : nullptr),
       high_water_(options.high_water),
       store_on_next_(internals.store_on_next),
       reservation_wanted_(std::move(internals.reservation_wanted)),

@@ -44,9 +44,9 @@ struct SnowflakeInternals {
   // thread that calls renew_reservation(). Must not call into the generator.
   std::function<void()> reservation_wanted;
   // The monotonic clock of the trusted time (SnowflakeOptions::max_clock_step_ms), in
-  // ms. Null: CLOCK_BOOTTIME (it also counts a suspend) with the default clock; with a
-  // custom `clock` and no monotonic_ms the guard is off, so a test clock's steps are
-  // followed as before.
+  // ms. Null: CLOCK_BOOTTIME (it also counts a suspend) with a clock that reads the
+  // system's time; with a test `clock` and no monotonic_ms the guard is off, so its
+  // steps are followed as before.
   std::function<int64_t()> monotonic_ms;
 };
 

@@ -19,6 +19,7 @@
 
 #include "core/quote.h"
 #include "core/thread_annotations.h"
+#include "core/thread_name.h"
 #include "log/repeats.h"
 #include "server/net/access_log.h"
 #include "server/net/net_connection.h"
@@ -343,10 +344,11 @@ Status NetServer::start() {
     return Status::InvalidArgument("NetServer::start: already started or shut down");
   }
   for (auto& l : impl_->listeners) impl_->accept_next(*l);
-  for (auto& loop : impl_->loops) {
-    loop->arm_sweep();
-    Loop* l = loop.get();
-    loop->thread = std::thread([l, impl = impl_.get()] {
+  for (size_t i = 0; i < impl_->loops.size(); ++i) {
+    Loop* l = impl_->loops[i].get();
+    l->arm_sweep();
+    l->thread = std::thread([l, i, impl = impl_.get()] {
+      name_this_thread("idforge-io-" + std::to_string(i));
       for (;;) {
         try {
           l->run();

@@ -69,6 +69,8 @@ Result<uint64_t> parse_id(std::string_view text) {
 }
 
 struct IdService::Impl {
+  explicit Impl(Clock* clock) : uuid7(clock), ulid(clock) {}
+
   Steady::time_point started = Steady::now();
   TimeZone zone;
   Uuid7GeneratorImpl uuid7;  // the implementations: no virtual call per batch
@@ -109,8 +111,10 @@ Status IdService::open_fleet_floor(const ServiceConfig& c, Impl& impl) {
   return Status::Ok();
 }
 
-IdService::IdService(ServiceConfig config)
-    : config_(std::move(config)), impl_(std::make_unique<Impl>()) {}
+IdService::IdService(ServiceConfig config) : config_(std::move(config)) {
+  if (config_.clock == nullptr) config_.clock = &system_clock();
+  impl_ = std::make_unique<Impl>(config_.clock);
+}
 
 Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   if (config.max_count == 0) return Status::InvalidArgument("max_count must be at least 1");
@@ -147,6 +151,7 @@ Result<std::unique_ptr<IdService>> IdService::start(ServiceConfig config) {
   segment_options.wait_ms = c.segment_wait_ms;
   segment_options.max_step = c.max_step;
   segment_options.slow_ms = c.slow_store_ms;
+  segment_options.clock = c.clock;
   impl.segments = SegmentPart::start(std::move(stores), std::move(marks), segment_options);
 
   IDFORGE_ASSIGN_OR_RETURN(

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/now_ms.h"
+#include "core/thread_name.h"
 #include "log/log.h"
 #include "url/url_options.h"
 
@@ -75,7 +76,10 @@ std::unique_ptr<SegmentPart> SegmentPart::start(std::vector<store::OpenedStore> 
   // why segments do not, and the store is probed again.
   for (size_t i = 0; i < part->stores_.size(); ++i) part->probe_store(i);
   for (size_t i = 0; i < part->stores_.size(); ++i) {
-    part->probers_.emplace_back([p = part.get(), i] { p->prober(i); });
+    part->probers_.emplace_back([p = part.get(), i] {
+      name_this_thread("idforge-probe-" + std::to_string(i));
+      p->prober(i);
+    });
   }
   return part;
 }
@@ -259,6 +263,7 @@ Result<std::unique_ptr<SegmentPart::TagEntry>> SegmentPart::load_tag(const std::
   options.min_step = entry->source.step;
   options.max_step = std::max(entry->source.step, options_.max_step);
   options.wait_ms = options_.wait_ms;
+  options.clock = options_.clock;
   entry->timed = std::make_unique<TimedSource>(entry->source.source, options_.slow_ms);
   IDFORGE_ASSIGN_OR_RETURN(std::unique_ptr<SegmentBuffer> buffer,
                            SegmentBuffer::create(entry->timed.get(), options));

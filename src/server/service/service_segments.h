@@ -59,6 +59,7 @@ struct SegmentPartOptions {
   std::chrono::milliseconds probe_stuck_after{1000};
   // A probe or a range fetch that takes longer is logged as slow (ServiceConfig).
   int64_t slow_ms = 500;
+  Clock* clock = nullptr;  // the segment buffers' clock (ServiceConfig::clock)
 };
 
 class SegmentPart {

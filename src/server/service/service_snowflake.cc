@@ -9,6 +9,7 @@
 #include "coord/registry_floor.h"
 #include "core/now_ms.h"
 #include "core/snowflake_impl.h"
+#include "core/thread_name.h"
 
 namespace idforge::server {
 namespace {
@@ -38,7 +39,10 @@ Result<std::unique_ptr<SnowflakePart>> SnowflakePart::start(const ServiceConfig&
   std::unique_ptr<SnowflakePart> part(new SnowflakePart(config, std::move(identity)));
   IDFORGE_RETURN_IF_ERROR(part->open_lease());
   part->events_.started(*part->generator_.load(std::memory_order_acquire));
-  part->thread_ = std::thread([p = part.get()] { p->run(); });
+  part->thread_ = std::thread([p = part.get()] {
+    name_this_thread("idforge-marks");
+    p->run();
+  });
   return part;
 }
 
@@ -59,6 +63,7 @@ Status SnowflakePart::open_lease() {
   options.max_drift_ms = config_.max_drift_ms;
   options.max_clock_step_ms = config_.max_clock_step_ms;
   options.max_wait_ms = config_.max_wait_ms;
+  options.clock = config_.clock;
   // Requests never write the mark (a coordinator round trip on an event loop); this
   // part's thread does, at once when a request asks.
   SnowflakeInternals internals;
