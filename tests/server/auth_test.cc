@@ -232,6 +232,35 @@ TEST_F(AuthReloadTest, ReloadReplacesTokensAndRevokesRemovedOnesOnOpenViews) {
   EXPECT_NE(connection.authenticate(kSecretA), nullptr);
 }
 
+// An HTTP connection's view keeps the last secret it found (AuthView::find): the same
+// secret again is the same token, a near miss is still refused, and a reload that removed
+// or changed the token is seen at the next request.
+TEST_F(AuthReloadTest, AKeptSecretFollowsReloads) {
+  write(std::string(kSecretA) + " snowflake name=a\n");
+  std::shared_ptr<Auth> auth = Auth::load(path_).value();
+  AuthView connection(auth);
+  ASSERT_NE(connection.find(kSecretA), nullptr);
+  ASSERT_NE(connection.find(kSecretA), nullptr);  // the kept one
+  std::string near(kSecretA);
+  near.back() ^= 1;
+  EXPECT_EQ(connection.find(near), nullptr);
+  EXPECT_EQ(connection.find(std::string(kSecretA) + "x"), nullptr);
+  EXPECT_EQ(connection.find(std::string(kSecretA).substr(1)), nullptr);
+  EXPECT_EQ(connection.find(""), nullptr);
+
+  write(std::string(kSecretA) + " uuid name=a2\n");
+  ASSERT_TRUE(auth->reload().ok());
+  const Token* changed = connection.find(kSecretA);
+  ASSERT_NE(changed, nullptr);
+  EXPECT_EQ(changed->spec.name, "a2");
+  EXPECT_FALSE(changed->spec.scopes.allows(Need::kSnowflake));
+
+  write(std::string(kSecretB) + " uuid name=b\n");
+  ASSERT_TRUE(auth->reload().ok());
+  EXPECT_EQ(connection.find(kSecretA), nullptr);
+  EXPECT_NE(connection.find(kSecretB), nullptr);
+}
+
 TEST_F(AuthReloadTest, AFailedReloadKeepsTheOldTokensAndNamesTheLine) {
   write(std::string(kSecretA) + " snowflake\n");
   std::shared_ptr<Auth> auth = Auth::load(path_).value();

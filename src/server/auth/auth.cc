@@ -195,8 +195,17 @@ bool AuthView::refresh() {
 }
 
 const Token* AuthView::find(std::string_view secret) {
-  refresh();
-  return table_ ? table_->find_secret(secret) : nullptr;
+  if (refresh()) found_ = nullptr;  // it pointed into the old table
+  if (found_ != nullptr && secret.size() == found_secret_.size() &&
+      CRYPTO_memcmp(secret.data(), found_secret_.data(), secret.size()) == 0) {
+    return found_;
+  }
+  const Token* token = table_ ? table_->find_secret(secret) : nullptr;
+  if (token != nullptr) {
+    found_secret_.assign(secret);
+    found_ = token;
+  }
+  return token;
 }
 
 const Token* AuthView::authenticate(std::string_view secret) {

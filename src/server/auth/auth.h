@@ -117,6 +117,14 @@ std::optional<Refusal> admit_connection(RateLimiter& bucket, const ConnectionLim
 // Nanoseconds on the steady clock: the default clock of the limits.
 int64_t steady_now_ns();
 
+// The time admit() needs for `token`: `now()` for a token with a rate, 0 (unread) for one
+// without, as only the rate looks at the clock. A clock read per request was 4% of the
+// server's CPU at pipeline 16 with a tokens file (docs/benchmarks.md).
+template <typename Now>
+int64_t limit_time(const Token& token, Now now) {
+  return token.spec.limits.rate > 0 ? now() : 0;
+}
+
 class Auth {
  public:
   // Monotonic nanoseconds, for the rate limits; tests pass their own.
@@ -168,7 +176,11 @@ class AuthView {
   bool on() const { return auth_ != nullptr; }
   const Auth& auth() const { return *auth_; }
 
-  // The token with this secret, or null (HTTP: every request carries its secret).
+  // The token with this secret, or null (HTTP: every request carries its secret). The
+  // last secret found is kept, so a keep-alive connection that sends the same one again
+  // is answered with one constant-time comparison instead of a SHA-256 and a pass over
+  // the table (5% of the server's CPU per HTTP request with a token, measured); a reload
+  // drops it.
   const Token* find(std::string_view secret);
   // A connection that authenticates once (RESP AUTH): on success the token is kept;
   // a wrong secret leaves what was kept, as Redis does.
@@ -191,6 +203,8 @@ class AuthView {
   uint64_t generation_ = 0;
   std::optional<TokenDigest> digest_;  // of the connection's token, when it authenticated
   const Token* token_ = nullptr;
+  std::string found_secret_;      // find(): the last secret found, and its token
+  const Token* found_ = nullptr;  // (in table_; null when none)
   bool revoked_ = false;
 };
 
