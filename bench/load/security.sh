@@ -46,14 +46,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A throwaway CA and a server certificate for 127.0.0.1.
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=bench CA" \
-  -keyout "$work/ca.key" -out "$work/ca.pem" >/dev/null 2>&1
-openssl req -new -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
-  -keyout "$work/server.key" -out "$work/server.csr" >/dev/null 2>&1
-printf 'subjectAltName = IP:127.0.0.1\n' >"$work/server.ext"
-openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
-  -CAcreateserial -days 1 -extfile "$work/server.ext" -out "$work/server.pem" >/dev/null 2>&1
+me=security.sh
+# shellcheck source=bench/load/common.sh
+. "$(dirname "$0")/common.sh"
+make_certificates
 token=bench-token-0123456789abcdef
 echo "$token * name=bench" >"$work/tokens.txt"
 
@@ -75,8 +71,6 @@ listen=(--http 127.0.0.1:0 --resp 127.0.0.1:0 --plain-http 127.0.0.1:0 --plain-r
 start_idforge open "${listen[@]}" "${tls_flags[@]}"
 start_idforge tokens "${listen[@]}" "${tls_flags[@]}" --tokens "$work/tokens.txt"
 
-median() { sort -n | awk '{ r[NR] = $0 } END { print r[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
 # redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max". Prints "rps p99".
 resp_rate() {  # port extra-args...
