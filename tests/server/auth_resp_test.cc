@@ -221,7 +221,7 @@ TEST_F(AuthRespTest, TokenLimitsAnswerErrorsNamingTheLimit) {
   EXPECT_EQ(service_->metrics().limit_refusals(1, Limit::kMaxIds, false), 3u);
 }
 
-// The limits' clock is read for a token with a rate and for no other (limit_time): a
+// The limits' clock is read for a token with a rate and for no other (admit): a
 // clock read per command was 4% of the server's CPU at pipeline 16 (docs/benchmarks.md).
 TEST_F(AuthRespTest, OnlyATokenWithARateReadsTheClock) {
   use_tokens(fmt::format("{} * name=free\n{} * rate=1000 name=paced\n", kAll, kOrder));

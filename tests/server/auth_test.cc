@@ -338,9 +338,9 @@ TEST(AuthLimitsTest, RateOfATokenIsSharedAndKeptAcrossAReload) {
   AuthView one(auth);
   AuthView two(auth);
   InFlight ticket;
-  EXPECT_FALSE(admit(*one.find(kSecretA), 1, auth->now_ns(), &ticket));
-  EXPECT_FALSE(admit(*two.find(kSecretA), 1, auth->now_ns(), &ticket));
-  std::optional<Refusal> refused = admit(*one.find(kSecretA), 1, auth->now_ns(), &ticket);
+  EXPECT_FALSE(admit(*auth, *one.find(kSecretA), 1, &ticket));
+  EXPECT_FALSE(admit(*auth, *two.find(kSecretA), 1, &ticket));
+  std::optional<Refusal> refused = admit(*auth, *one.find(kSecretA), 1, &ticket);
   ASSERT_TRUE(refused);  // two connections drew on one bucket of 2
   EXPECT_EQ(refused->limit, Limit::kRate);
   EXPECT_EQ(refused->retry_after_ns, 1'000'000'000);
@@ -348,9 +348,9 @@ TEST(AuthLimitsTest, RateOfATokenIsSharedAndKeptAcrossAReload) {
   EXPECT_THAT(refused->message, Not(HasSubstr(kSecretA)));
   // A reload that keeps the secret keeps the bucket: still empty.
   ASSERT_TRUE(auth->replace(std::string(kSecretA) + " * rate=1 burst=2 name=a\n").ok());
-  EXPECT_TRUE(admit(*one.find(kSecretA), 1, auth->now_ns(), &ticket));
+  EXPECT_TRUE(admit(*auth, *one.find(kSecretA), 1, &ticket));
   now += 1'000'000'000;
-  EXPECT_FALSE(admit(*one.find(kSecretA), 1, auth->now_ns(), &ticket));
+  EXPECT_FALSE(admit(*auth, *one.find(kSecretA), 1, &ticket));
 }
 
 TEST(AuthLimitsTest, InFlightCountsRequestsUntilTheirTicketsAreGivenBack) {
@@ -358,37 +358,37 @@ TEST(AuthLimitsTest, InFlightCountsRequestsUntilTheirTicketsAreGivenBack) {
   AuthView view(auth);
   const Token& token = *view.find(kSecretA);
   InFlight first, second, third;
-  EXPECT_FALSE(admit(token, 1, 0, &first));
-  EXPECT_FALSE(admit(token, 1, 0, &second));
+  EXPECT_FALSE(admit(*auth, token, 1, &first));
+  EXPECT_FALSE(admit(*auth, token, 1, &second));
   EXPECT_TRUE(first.holds());
-  std::optional<Refusal> refused = admit(token, 1, 0, &third);
+  std::optional<Refusal> refused = admit(*auth, token, 1, &third);
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->limit, Limit::kInFlight);
   EXPECT_FALSE(third.holds());
   EXPECT_EQ(token.state->in_flight.load(), 2u);  // the refused one took no place
 
   first.release();
-  EXPECT_FALSE(admit(token, 1, 0, &third));
+  EXPECT_FALSE(admit(*auth, token, 1, &third));
   {
     InFlight moved = std::move(second);  // a job takes the ticket with it
     EXPECT_FALSE(second.holds());
-    EXPECT_TRUE(admit(token, 1, 0, &first));
+    EXPECT_TRUE(admit(*auth, token, 1, &first));
   }  // the job is gone: its place is given back
   EXPECT_EQ(token.state->in_flight.load(), 1u);
   // A reload that keeps the secret keeps the count of requests under way.
   ASSERT_TRUE(auth->replace(std::string(kSecretA) + " * in_flight=1 name=a\n").ok());
-  EXPECT_TRUE(admit(*view.find(kSecretA), 1, 0, &first));
+  EXPECT_TRUE(admit(*auth, *view.find(kSecretA), 1, &first));
   third.release();
-  EXPECT_FALSE(admit(*view.find(kSecretA), 1, 0, &first));
+  EXPECT_FALSE(admit(*auth, *view.find(kSecretA), 1, &first));
 }
 
 TEST(AuthLimitsTest, MaxIdsBoundsOneRequest) {
   std::shared_ptr<Auth> auth = auth_of(std::string(kSecretA) + " * max_ids=100 name=a\n");
   AuthView view(auth);
   InFlight ticket;
-  EXPECT_FALSE(admit(*view.find(kSecretA), 100, 0, &ticket));
-  EXPECT_FALSE(admit(*view.find(kSecretA), 0, 0, &ticket));
-  std::optional<Refusal> refused = admit(*view.find(kSecretA), 101, 0, &ticket);
+  EXPECT_FALSE(admit(*auth, *view.find(kSecretA), 100, &ticket));
+  EXPECT_FALSE(admit(*auth, *view.find(kSecretA), 0, &ticket));
+  std::optional<Refusal> refused = admit(*auth, *view.find(kSecretA), 101, &ticket);
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->limit, Limit::kMaxIds);
   EXPECT_EQ(limit_name(refused->limit), "max_ids");

@@ -62,7 +62,7 @@ std::string seconds_text(int64_t ns) {
   return fmt::format("{:.3f}", static_cast<double>(ns) / 1e9);
 }
 
-std::optional<Refusal> check_limits(const Token& token, uint64_t ids, int64_t now_ns,
+std::optional<Refusal> check_limits(const Auth& auth, const Token& token, uint64_t ids,
                                     InFlight* ticket) {
   const TokenLimits& limits = token.spec.limits;
   if (limits.max_ids != 0 && ids > limits.max_ids) {
@@ -72,7 +72,9 @@ std::optional<Refusal> check_limits(const Token& token, uint64_t ids, int64_t no
                                token.spec.name, limits.max_ids, ids),
                    0};
   }
-  if (const int64_t wait = token.state->rate.acquire(limits.rate, limits.burst, now_ns); wait > 0) {
+  const int64_t wait =
+      limits.rate > 0 ? token.state->rate.acquire(limits.rate, limits.burst, auth.now_ns()) : 0;
+  if (wait > 0) {
     return Refusal{Limit::kRate,
                    fmt::format("token '{}' may send {} requests per second (burst {}); retry in "
                                "{} s",
@@ -124,8 +126,8 @@ int64_t steady_now_ns() {
       .count();
 }
 
-std::optional<Refusal> admit(const Token& token, uint64_t ids, int64_t now_ns, InFlight* ticket) {
-  std::optional<Refusal> refusal = check_limits(token, ids, now_ns, ticket);
+std::optional<Refusal> admit(const Auth& auth, const Token& token, uint64_t ids, InFlight* ticket) {
+  std::optional<Refusal> refusal = check_limits(auth, token, ids, ticket);
   if (refusal) {
     token.state->limit_refusals[static_cast<size_t>(refusal->limit)].fetch_add(
         1, std::memory_order_relaxed);

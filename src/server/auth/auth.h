@@ -106,24 +106,20 @@ class InFlight {
   std::shared_ptr<TokenState> state_;
 };
 
+class Auth;
+
 // Checks one request of `ids` IDs (0: none) against the token's limits: max_ids, then
 // rate, then in_flight. nullopt: admitted, and `ticket` holds its in-flight place when
-// the token has that limit; a refusal is counted in the token's state.
-std::optional<Refusal> admit(const Token& token, uint64_t ids, int64_t now_ns, InFlight* ticket);
+// the token has that limit; a refusal is counted in the token's state. `auth`'s clock is
+// read only for a token with a rate: a read per request was 4% of the server's CPU at
+// pipeline 16 with a tokens file (docs/benchmarks.md).
+std::optional<Refusal> admit(const Auth& auth, const Token& token, uint64_t ids, InFlight* ticket);
 // The same for a connection's own rate (ConnectionLimits).
 std::optional<Refusal> admit_connection(RateLimiter& bucket, const ConnectionLimits& limits,
                                         int64_t now_ns);
 
 // Nanoseconds on the steady clock: the default clock of the limits.
 int64_t steady_now_ns();
-
-// The time admit() needs for `token`: `now()` for a token with a rate, 0 (unread) for one
-// without, as only the rate looks at the clock. A clock read per request was 4% of the
-// server's CPU at pipeline 16 with a tokens file (docs/benchmarks.md).
-template <typename Now>
-int64_t limit_time(const Token& token, Now now) {
-  return token.spec.limits.rate > 0 ? now() : 0;
-}
 
 class Auth {
  public:

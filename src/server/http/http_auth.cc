@@ -167,8 +167,7 @@ int HttpGate::check(http::Call& c, Route route, InFlight* ticket) {
   }
   c.token_name = token->spec.name;  // the access log names the client, refused or not
   if (!token->spec.scopes.allows(access.need, access.tag)) return refuse_scope(c, *token, access);
-  const int64_t now = limit_time(*token, [this] { return view_.auth().now_ns(); });
-  if (auto refusal = admit(*token, access.ids, now, ticket)) {
+  if (auto refusal = admit(view_.auth(), *token, access.ids, ticket)) {
     return refuse_limit(c, *refusal, /*connection=*/false);
   }
   if (tinyid) c.token_checked = true;

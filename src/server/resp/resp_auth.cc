@@ -159,8 +159,7 @@ bool RespSession::token_admits(const CommandSpec& spec, Args args, std::string& 
     return false;
   }
   const uint64_t ids = ids_asked(spec, args, service_.config().max_count);
-  const int64_t now = limit_time(*token, [this] { return now_ns(); });
-  if (const auto refusal = admit(*token, ids, now, ticket)) {
+  if (const auto refusal = admit(auth_.auth(), *token, ids, ticket)) {
     service_.metrics().record_limit_refusal(kProtocolIndex, refusal->limit, /*connection=*/false);
     reject(&spec, limit_error(*refusal), out);
     *answer = {429};
