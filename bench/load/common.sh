@@ -23,6 +23,26 @@ wait_port() {  # port name log
   exit 1
 }
 
+# idforge serve in $work/NAME (its data directory; a static worker id), stdout and stderr
+# in $work/NAME.out and .err, pid in $work/NAME.pid; returns once it listens. Needs
+# `bin` and the `pids` array (killed by the script's cleanup).
+start_idforge() {  # name serve-args...
+  local name=$1; shift
+  "$bin" serve --data-dir "$work/$name" --registry static:0/1 --log-level warn "$@" \
+    >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  echo $! >"$work/$name.pid"
+  for _ in $(seq 100); do
+    grep -q '^idforge serve: resp ' "$work/$name.out" 2>/dev/null && return
+    sleep 0.1
+  done
+  cat "$work/$name.err" >&2
+  exit 1
+}
+# port_of NAME LISTENER (http, resp, plain_http, plain_resp)
+port_of() { sed -n "s#^idforge serve: $2 [a-z]*://127.0.0.1:\\([0-9]*\\)/\\?\$#\\1#p" "$work/$1.out"; }
+pid_of() { cat "$work/$1.pid"; }
+
 # CPU time (user + system, in clock ticks) of processes and all their threads.
 ticks=$(getconf CLK_TCK)
 cpu_of() {  # pid...

@@ -125,23 +125,9 @@ pids+=("$nginx_pid")
 # --- idforge ---
 # "main": TLS on its listeners and plain ones beside them (plain_http, plain_resp), so
 # plain and TLS rows measure one process; "tokens": a tokens file; "one": one event loop.
-start_idforge() {  # name extra-args...
-  local name=$1; shift
+for name in main tokens one; do
   "$bin" tag create bench --step 1000000 --data-dir "$work/$name" >/dev/null
-  "$bin" serve --data-dir "$work/$name" --registry static:0/1 --log-level warn "$@" \
-    >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=($!)
-  echo $! >"$work/$name.pid"
-  for _ in $(seq 100); do
-    grep -q '^idforge serve: resp ' "$work/$name.out" 2>/dev/null && return
-    sleep 0.1
-  done
-  cat "$work/$name.err" >&2
-  exit 1
-}
-# port_of NAME LISTENER (http, resp, plain_http, plain_resp)
-port_of() { sed -n "s#^idforge serve: $2 [a-z]*://127.0.0.1:\\([0-9]*\\)/\\?\$#\\1#p" "$work/$1.out"; }
-pid_of() { cat "$work/$1.pid"; }
+done
 listen=(--http 127.0.0.1:0 --resp 127.0.0.1:0)
 start_idforge main "${listen[@]}" --plain-http 127.0.0.1:0 --plain-resp 127.0.0.1:0 \
   --tls-cert "$work/server.pem" --tls-key "$work/server.key"

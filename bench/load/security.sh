@@ -53,19 +53,6 @@ make_certificates
 token=bench-token-0123456789abcdef
 echo "$token * name=bench" >"$work/tokens.txt"
 
-start_idforge() {  # name args...
-  local name=$1; shift
-  "$bin" serve --data-dir "$work/$name" --registry static:0/1 --log-level warn "$@" \
-    >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=($!)
-  for _ in $(seq 100); do
-    grep -q '^idforge serve: resp ' "$work/$name.out" 2>/dev/null && return
-    sleep 0.1
-  done
-  cat "$work/$name.err" >&2
-  exit 1
-}
-port_of() { sed -n "s#^idforge serve: $2 [a-z]*://127.0.0.1:\\([0-9]*\\)/\\?\$#\\1#p" "$work/$1.out"; }
 tls_flags=(--tls-cert "$work/server.pem" --tls-key "$work/server.key")
 listen=(--http 127.0.0.1:0 --resp 127.0.0.1:0 --plain-http 127.0.0.1:0 --plain-resp 127.0.0.1:0)
 start_idforge open "${listen[@]}" "${tls_flags[@]}"
@@ -82,10 +69,10 @@ resp_rate() {  # port extra-args...
 # wrk --latency: "Requests/sec: N" and "99% 1.23ms". Prints "rps p99-ms".
 http_rate() {  # url extra-wrk-args...
   local url=$1; shift
-  wrk -t "$(nproc)" -c "$clients" -d "${seconds}s" --latency "$@" "$url" | awk '
-    /Requests\/sec/ { rps = $2 }
-    $1 == "99%" { v = $2 + 0; if ($2 ~ /us$/) v /= 1000; else if ($2 ~ /[0-9]s$/) v *= 1000; p99 = v }
-    END { printf "%.0f %.3f\n", rps, p99 }'
+  local out
+  out=$(wrk -t "$(nproc)" -c "$clients" -d "${seconds}s" --latency "$@" "$url")
+  echo "$(echo "$out" | awk '/Requests\/sec/ { printf "%.0f", $2 }')" \
+    "$(wrk_ms "$(echo "$out" | awk '$1 == "99%" { print $2 }')")"
 }
 
 row() {  # label plain-function tls-function

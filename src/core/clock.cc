@@ -16,10 +16,14 @@
 namespace idforge {
 namespace {
 
+int64_t ms_of(const timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
 int64_t read_realtime_ms() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+  return ms_of(ts);
 }
 
 void sleep_real_ms(int64_t ms) {
@@ -81,8 +85,7 @@ class Ticker {
     while (!stop.load(std::memory_order_relaxed)) {
       timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
-      now_.store(static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000,
-                 std::memory_order_relaxed);
+      now_.store(ms_of(ts), std::memory_order_relaxed);
       // Wake just after the next millisecond boundary (relative: the real clock may step).
       timespec nap{0, 1'000'000 - ts.tv_nsec % 1'000'000 + 20'000};
       while (clock_nanosleep(CLOCK_MONOTONIC, 0, &nap, &nap) == EINTR) {

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -17,25 +16,19 @@
 #include <vector>
 
 #include "serve_process.h"
+#include "support/process.h"
 
 namespace idforge::e2e {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // How many threads of the process bear each name.
 std::map<std::string, int> thread_names(pid_t pid) {
   std::map<std::string, int> names;
   for (const fs::directory_entry& task :
        fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "task")) {
-    std::string name = read_file(task.path() / "comm");
+    std::string name = test_support::read_file(task.path() / "comm");
     if (!name.empty() && name.back() == '\n') name.pop_back();
     if (!name.empty()) ++names[name];
   }
@@ -48,7 +41,7 @@ long context_switches(pid_t pid) {
   long total = 0;
   for (const fs::directory_entry& task :
        fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "task")) {
-    std::istringstream status(read_file(task.path() / "status"));
+    std::istringstream status(test_support::read_file(task.path() / "status"));
     for (std::string line; std::getline(status, line);) {
       if (line.starts_with("voluntary_ctxt_switches:") ||
           line.starts_with("nonvoluntary_ctxt_switches:")) {
