@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # work, me and bin are set by the script that sources this
 # Shared by the load scripts (run.sh, security.sh): ports, CPU time from /proc, medians,
 # a throwaway certificate. Sourced, not run; the script sets `work` (its temporary
 # directory) and `me` (its name, for messages) first.
@@ -53,6 +54,10 @@ cpu_of() {  # pid...
   done
   echo "$total"
 }
+# CPU time (ticks) of the ended children of shell PID (pass $BASHPID, read before any
+# command substitution, which is a shell of its own), and of what they waited for: a load
+# generator run in a command substitution counts once it has ended.
+children_cpu() { awk '{ print $16 + $17 }' "/proc/$1/stat"; }
 # Microseconds of CPU per request: per_request TICKS REQUESTS.
 per_request() { awk -v t="$1" -v n="$2" -v hz="$ticks" 'BEGIN { printf "%.2f", (n > 0 ? t * 1e6 / hz / n : 0) }'; }
 

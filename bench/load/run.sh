@@ -3,16 +3,18 @@
 # the same load generator, in one run on one machine.
 #
 #   resp     redis-benchmark (one thread, as it comes) against redis-server's INCR, then
-#            our INCR (segment) and ID.SNOWFLAKE, pipeline 1 and 16
+#            our INCR (segment) and ID.SNOWFLAKE, pipeline 1 and 16; INCR again on loops
+#            that do not poll before sleeping (--io-spin-us 0)
 #   threads  the same with redis-benchmark --threads (one per core: the machine
-#            saturates), and our INCR on one event loop (as redis-server runs commands)
+#            saturates), and our INCR on one event loop that does not poll (as
+#            redis-server runs commands)
 #   http     wrk (keep-alive) against nginx locations returning a fixed short body, then
 #            our GET /api/snowflake/get/x (Leaf's route) and GET /v1/snowflake
 #   tls      resp and http over TLS: redis-server --tls-port, nginx ssl, ours with
 #            tls_cert (TLS 1.3 for all three)
 #   tokens   resp and http with a token: redis-server --requirepass (AUTH), nginx
 #            checking the Authorization header, ours with a tokens file
-#   syscalls system calls per unpipelined INCR and ID.SNOWFLAKE under strace -c -f
+#   syscalls system calls per unpipelined INCR and ID.SNOWFLAKE at full speed (perf stat)
 #
 # Usage: bench/load/run.sh [--seconds N] [--clients N] [--rounds N] [--idforge BIN]
 #                          [--only SECTION[,SECTION...]] [--syscalls-only]
@@ -20,8 +22,10 @@
 # tables show the medians: on a shared machine one run alone says little. Each run lasts
 # about --seconds (default 5). Each row gives requests per second and the server's own
 # CPU time per request (user + system of all its processes and threads, from /proc
-# before and after): what it spends, whoever limits the rate. The goal columns are those
-# of docs/benchmarks.md: rate at least 1.1x the peer's, CPU at most 0.8x.
+# before and after): what it spends, whoever limits the rate; and the load generator's
+# (redis-benchmark's or wrk's) CPU per request, which shares the cores and, at one
+# thread, can be the limit itself. The goal columns are those of docs/benchmarks.md: rate
+# at least 1.1x the peer's, CPU at most 0.8x.
 # Everything runs on 127.0.0.1, random free ports, in a temporary directory that is
 # removed at the end. Prints Markdown tables.
 set -euo pipefail
@@ -121,21 +125,25 @@ EOF
 nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
 nginx_pid=$!
 pids+=("$nginx_pid")
+# The peers listen before idforge's servers bind their port 0: one of those could
+# otherwise take a port picked above.
+wait_port "$redis_port" redis-server "$work/redis.log"
+wait_port "$redis_auth_port" redis-server "$work/redis-auth.log"
+wait_port "$nginx_port" nginx "$work/nginx/error.log"
 
 # --- idforge ---
 # "main": TLS on its listeners and plain ones beside them (plain_http, plain_resp), so
-# plain and TLS rows measure one process; "tokens": a tokens file; "one": one event loop.
-for name in main tokens one; do
+# plain and TLS rows measure one process; "tokens": a tokens file; "one": one event loop
+# that sleeps at once when idle, as redis-server does; "nospin": two such loops.
+for name in main tokens one nospin; do
   "$bin" tag create bench --step 1000000 --data-dir "$work/$name" >/dev/null
 done
 listen=(--http 127.0.0.1:0 --resp 127.0.0.1:0)
 start_idforge main "${listen[@]}" --plain-http 127.0.0.1:0 --plain-resp 127.0.0.1:0 \
   --tls-cert "$work/server.pem" --tls-key "$work/server.key"
 start_idforge tokens "${listen[@]}" --tokens "$work/tokens.txt"
-start_idforge one "${listen[@]}" --io-threads 1
-wait_port "$redis_port" redis-server "$work/redis.log"
-wait_port "$redis_auth_port" redis-server "$work/redis-auth.log"
-wait_port "$nginx_port" nginx "$work/nginx/error.log"
+start_idforge one "${listen[@]}" --io-threads 1 --io-spin-us 0
+start_idforge nospin "${listen[@]}" --io-spin-us 0
 
 # --- load ---
 nginx_pids() { echo "$nginx_pid" $(pgrep -P "$nginx_pid"); }
@@ -144,56 +152,64 @@ nginx_pids() { echo "$nginx_pid" $(pgrep -P "$nginx_pid"); }
 # run lasts about `seconds`. Runs must not be short: with --threads it reports the
 # elapsed time in steps of about 250 ms.
 # redis-benchmark --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
-# "p95_latency_ms","p99_latency_ms","max_latency_ms". Prints "rate p99 cpu-us-per-request".
+# "p95_latency_ms","p99_latency_ms","max_latency_ms". Prints "rate p99 cpu-us-per-request
+# generator-cpu-us-per-request".
 resp_run() {  # pids rate-per-second pipeline threads redis-benchmark-args... -- command...
-  local pids=$1 rate=$2 pipeline=$3 threads=$4; shift 4
-  local args=() n before after out
+  local server_pids=$1 rate=$2 pipeline=$3 threads=$4; shift 4
+  local args=() n before after gen_before out self=$BASHPID
   while [ "$1" != "--" ]; do args+=("$1"); shift; done
   shift
   n=$(( rate * seconds ))
   [ "$threads" -le 1 ] || args+=(--threads "$threads")
   # shellcheck disable=SC2086 # one pid per word
-  before=$(cpu_of $pids)
+  before=$(cpu_of $server_pids)
+  gen_before=$(children_cpu "$self")
   # timeout: redis-benchmark spins forever when its server has gone away.
   out=$(timeout $((seconds * 8 + 30)) redis-benchmark -h 127.0.0.1 -c "$clients" \
     -P "$pipeline" -n "$n" --csv "${args[@]}" "$@" 2>/dev/null | tail -1 | tr -d '"')
   # shellcheck disable=SC2086
-  after=$(cpu_of $pids)
+  after=$(cpu_of $server_pids)
   echo "$out" | awk -F, -v cpu="$(per_request $((after - before)) "$n")" \
-    '{ printf "%.0f %s %s\n", $2, $7, cpu }'
+    -v gen="$(per_request $(($(children_cpu "$self") - gen_before)) "$n")" \
+    '{ printf "%.0f %s %s %s\n", $2, $7, cpu, gen }'
 }
 
 # wrk --latency: "N requests in 8.00s", "Requests/sec: N" and "99% 1.23ms".
 http_run() {  # pids url wrk-args...
-  local pids=$1 url=$2 out before after; shift 2
+  local server_pids=$1 url=$2 out before after gen_before gen_after self=$BASHPID; shift 2
   # shellcheck disable=SC2086
-  before=$(cpu_of $pids)
+  before=$(cpu_of $server_pids)
+  gen_before=$(children_cpu "$self")
   out=$(wrk -t "$(nproc)" -c "$clients" -d "${seconds}s" --latency "$@" "$url")
   # shellcheck disable=SC2086
-  after=$(cpu_of $pids)
+  after=$(cpu_of $server_pids)
+  gen_after=$(children_cpu "$self")
   local rps p99 n errors
   rps=$(echo "$out" | awk '/Requests\/sec/ { printf "%.0f", $2 }')
   p99=$(wrk_ms "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
   n=$(echo "$out" | awk '$2 == "requests" && $3 == "in" { print $1 }')
   errors=$(echo "$out" | awk '/Non-2xx|Socket errors/ { print }')
   [ -z "$errors" ] || echo "$me: $url: $errors" >&2
-  echo "$rps $p99 $(per_request $((after - before)) "${n:-0}")"
+  echo "$rps $p99 $(per_request $((after - before)) "${n:-0}")" \
+    "$(per_request $((gen_after - gen_before)) "${n:-0}")"
 }
 
-# Runs a pairing `rounds` times, alternating; sets peer_* and ours_* (rps, p99, cpu).
+# Runs a pairing `rounds` times, alternating; sets peer_* and ours_* (rps, p99, cpu, gen),
+# each the median round by rate.
 pair() {  # peer-command ours-command (each a command line, quoted for eval)
   local peer_runs="" ours_runs=""
   for _ in $(seq "$rounds"); do
     peer_runs+="$(eval "$1")"$'\n'
     ours_runs+="$(eval "$2")"$'\n'
   done
-  read -r peer_rps peer_p99 peer_cpu < <(printf '%s' "$peer_runs" | grep . | median)
-  read -r ours_rps ours_p99 ours_cpu < <(printf '%s' "$ours_runs" | grep . | median)
+  read -r peer_rps peer_p99 peer_cpu peer_gen < <(printf '%s' "$peer_runs" | grep . | median)
+  read -r ours_rps ours_p99 ours_cpu ours_gen < <(printf '%s' "$ours_runs" | grep . | median)
 }
 header() {
   echo "| request | load | peer | peer req/s | idforge req/s | rate ratio (goal >= 1.1) |" \
-    "CPU µs/req peer / idforge | CPU ratio (goal <= 0.8) | p99 ms peer / idforge |"
-  echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "CPU µs/req peer / idforge | CPU ratio (goal <= 0.8) | p99 ms peer / idforge |" \
+    "generator µs/req peer / idforge |"
+  echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 }
 row() {  # request load peer
   local rate cpu
@@ -202,7 +218,7 @@ row() {  # request load peer
   awk -v r="$rate" 'BEGIN { exit !(r >= 1.1) }' && rate="**$rate**"
   awk -v c="$cpu" 'BEGIN { exit !(c <= 0.8) }' && cpu="**$cpu**"
   echo "| $1 | $2 | $3 | $(commas "$peer_rps") | $(commas "$ours_rps") | $rate |" \
-    "$peer_cpu / $ours_cpu | $cpu | $peer_p99 / $ours_p99 |"
+    "$peer_cpu / $ours_cpu | $cpu | $peer_p99 / $ours_p99 | $peer_gen / $ours_gen |"
 }
 
 loops=$(nproc)
@@ -224,7 +240,11 @@ resp_rows() {  # threads: the RESP rows against redis-server, plain TCP
     if [ "$threads" -gt 1 ]; then
       pair "resp_run $redis_pid $(plain_rate $p) $p $threads -p $redis_port -- INCR bench" \
         "resp_run $(pid_of one) $(plain_rate $p) $p $threads -p $(port_of one resp) -- INCR bench"
-      row "INCR bench, 1 loop" "$load" "redis-server INCR"
+      row "INCR bench, 1 loop, no polling" "$load" "redis-server INCR"
+    else
+      pair "resp_run $redis_pid $(plain_rate $p) $p $threads -p $redis_port -- INCR bench" \
+        "resp_run $(pid_of nospin) $(plain_rate $p) $p $threads -p $(port_of nospin resp) -- INCR bench"
+      row "INCR bench, no polling" "$load" "redis-server INCR"
     fi
   done
 }
@@ -293,48 +313,55 @@ if wanted tokens; then
   echo
 fi
 
-# System calls per request (strace -c -f on the server's every thread), unpipelined, on
-# a separate run: strace slows the server several times over, so what its threads do by
-# the clock (redis-server's cron) counts several times more per request than without
-# strace. The idle rate (a second with no load) times the run's length is that share:
-# the table gives the count with and without it, and the calls that make it up.
+# System calls per request at full speed: perf stat counting the system call tracepoints
+# of every thread of the server (a counter per call, so the server runs at nearly its
+# usual speed; strace slows it several times over, and a slowed server finds the next
+# request already there, which hides empty reads). The idle rate (two seconds with no
+# load) times the run's length is taken off: the calls a server makes by the clock.
 syscalls_run() {  # name pid port command...
-  local name=$1 pid=$2 port=$3 n=100000 out=$work/strace-$2 idle start end
+  local name=$1 pid=$2 port=$3 n=300000 out=$work/perf-$2 events start end
   shift 3
-  strace -c -f -p "$pid" -o "$out.idle" 2>/dev/null & local st=$!
-  sleep 2; kill -INT "$st"; wait "$st" 2>/dev/null || true
-  idle=$(awk 'NR > 2 && $1 ~ /^[0-9]/ && $NF != "total" { t += $4 } END { print t / 2 }' "$out.idle")
-  strace -c -f -p "$pid" -o "$out.load" 2>/dev/null & st=$!
+  events=raw_syscalls:sys_enter
+  for call in read recvfrom write sendto epoll_wait epoll_ctl futex sched_yield; do
+    events+=",syscalls:sys_enter_$call"
+  done
+  perf stat -x, -e "$events" -p "$pid" -o "$out.idle" -- sleep 2 2>/dev/null
+  perf stat -x, -e "$events" -p "$pid" -o "$out.load" -- sleep 600 2>/dev/null & local st=$!
   sleep 0.5
   start=$(date +%s.%N)
   timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -n "$n" -q "$@" \
     >/dev/null 2>&1 || true
   end=$(date +%s.%N)
-  kill -INT "$st"; wait "$st" 2>/dev/null || true
-  awk -v name="$name" -v n="$n" -v idle="$idle" -v secs="$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" '
-    NR > 2 && $1 ~ /^[0-9]/ && $NF != "total" { c[$NF] = $4; t += $4 }
+  # perf stat ends when its workload does (a background job ignores SIGINT).
+  pkill -P "$st" -x sleep; wait "$st" 2>/dev/null || true
+  # perf stat -x,: "count,,event,..." per line.
+  awk -F, -v name="$name" -v n="$n" -v secs="$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" '
+    FILENAME ~ /idle$/ && $3 == "raw_syscalls:sys_enter" { idle = $1 / 2 }
+    FILENAME ~ /load$/ && $1 ~ /^[0-9]+$/ { split($3, e, "sys_enter_"); c[e[2]] = $1; if ($3 == "raw_syscalls:sys_enter") t = $1 }
     END {
-      split("read recvfrom write sendto epoll_wait futex clock_nanosleep", k, " ")
+      split("read recvfrom write sendto epoll_wait epoll_ctl futex sched_yield", k, " ")
       line = ""
-      for (i = 1; i <= 7; i++) if (c[k[i]] / n >= 0.0005) line = line sprintf("%s %.3f, ", k[i], c[k[i]] / n)
+      for (i = 1; i <= 8; i++) if (c[k[i]] / n >= 0.0005) line = line sprintf("%s %.3f, ", k[i], c[k[i]] / n)
       less = (t - idle * secs) / n
-      printf "| %s | %.2f | %s%.2f%s | %s |\n", name, t / n, (less <= 2.05 ? "**" : ""), less,
-        (less <= 2.05 ? "**" : ""), substr(line, 1, length(line) - 2)
-    }' "$out.load"
+      printf "| %s | %.0f | %.2f | %s%.2f%s | %s |\n", name, n / secs, t / n, (less <= 2.05 ? "**" : ""),
+        less, (less <= 2.05 ? "**" : ""), substr(line, 1, length(line) - 2)
+    }' "$out.idle" "$out.load"
 }
 if wanted syscalls; then
-  if command -v strace >/dev/null; then
-    echo "System calls per unpipelined request (redis-benchmark -c $clients -n 100000, strace -c -f):"
+  if command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter -- true >/dev/null 2>&1; then
+    echo "System calls per unpipelined request at full speed (redis-benchmark -c $clients -n 300000,"
+    echo "perf stat on the system call tracepoints):"
     echo
-    echo "| server, request | per request | less the idle rate (goal <= 2.05) | the request's calls, per request |"
-    echo "| --- | ---: | ---: | --- |"
+    echo "| server, request | req/s | per request | less the idle rate (goal <= 2.05) | the request's calls, per request |"
+    echo "| --- | ---: | ---: | ---: | --- |"
     syscalls_run "redis-server, INCR" "$redis_pid" "$redis_port" INCR bench
     syscalls_run "idforge ($loops loops), INCR" "$main_pid" "$(port_of main plain_resp)" INCR bench
     syscalls_run "idforge ($loops loops), ID.SNOWFLAKE" "$main_pid" "$(port_of main plain_resp)" ID.SNOWFLAKE
-    syscalls_run "idforge (1 loop), INCR" "$(pid_of one)" "$(port_of one resp)" INCR bench
+    syscalls_run "idforge ($loops loops, no polling), INCR" "$(pid_of nospin)" "$(port_of nospin resp)" INCR bench
+    syscalls_run "idforge (1 loop, no polling), INCR" "$(pid_of one)" "$(port_of one resp)" INCR bench
     echo
   else
-    echo "$me: strace is not installed: no system call table" >&2
+    echo "$me: perf (Debian linux-perf) is missing or may not read tracepoints: no system call table" >&2
   fi
 fi
 echo "$(date -u +%Y-%m-%d), $(nproc) cores shared by the load generator and the servers;" \

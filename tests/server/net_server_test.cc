@@ -225,6 +225,48 @@ TEST_F(NetServerTest, ManyConnectionsEachGetTheirOwnAnswers) {
   EXPECT_TRUE(eventually([&] { return server_->stats().connections_open == 0; }));
 }
 
+// A read that returned less than its buffer leaves the next one to epoll
+// (async_read_when_ready, ready_read.h): a client that pauses between requests must
+// still be answered, time out, and be seen closing, with several connections on a loop.
+TEST_F(NetServerTest, AReadThatDrainedTheSocketWaitsForTheNextRequest) {
+  NetOptions o = small(/*io_threads=*/1);
+  o.io_spin_us = 0;
+  o.idle_timeout_ms = 400;
+  start(o);
+  Client a(port_);
+  Client b(port_);
+  auto gone = std::make_unique<Client>(port_);
+  for (int i = 0; i < 4; ++i) {
+    for (Client* c : {&a, &b, gone.get()}) {
+      c->send("ECHO " + std::to_string(i) + "\n");
+      ASSERT_EQ(c->read_lines(1), std::to_string(i) + "\n");
+    }
+    std::this_thread::sleep_for(30ms);  // each connection's read now waits on epoll
+  }
+  gone.reset();  // its connection is waiting for input: the close must end it
+  EXPECT_TRUE(eventually([&] { return server_->stats().connections_open == 2; }));
+  // Idle while waiting: the timeout still answers and closes both.
+  std::string rest;
+  EXPECT_TRUE(a.wait_closed(&rest));
+  EXPECT_EQ(rest, "TIMEOUT\n");
+  EXPECT_TRUE(b.wait_closed());
+  EXPECT_TRUE(eventually([&] { return server_->stats().timeouts == 2; }));
+}
+
+// A read that filled its buffer may have left data in the socket, and no new edge comes
+// for it while the client waits for answers: the next read must try the socket at once.
+TEST_F(NetServerTest, InputLargerThanTheReadBufferIsReadToTheEndWithoutNewData) {
+  start(small(/*io_threads=*/1));
+  Client c(port_);
+  constexpr int kPings = 20'000;  // 100,000 bytes: many times the first 8 KiB buffer
+  std::string pings;
+  for (int i = 0; i < kPings; ++i) pings += "PING\n";
+  c.send(pings);
+  std::string want;
+  for (int i = 0; i < kPings; ++i) want += "PONG\n";
+  EXPECT_EQ(c.read_lines(kPings), want);
+}
+
 TEST_F(NetServerTest, BlockingJobDoesNotStallTheLoop) {
   hooks_.job_ms = 400;
   start(small(/*io_threads=*/1));

@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "server/net/ready_read.h"
+
 namespace idforge::server::net {
 namespace {
 
@@ -357,9 +359,15 @@ template <typename Stream>
 void StreamConnection<Stream>::start_read() {
   make_room();
   state_ = State::kReading;
-  stream_.async_read_some(boost::asio::buffer(buf_.get() + end_, cap_ - end_),
-                          [self = this->shared_from_this()](const boost::system::error_code& ec,
-                                                            size_t n) { self->on_read(ec, n); });
+  auto done = [self = this->shared_from_this()](const boost::system::error_code& ec, size_t n) {
+    self->on_read(ec, n);
+  };
+  if constexpr (kTls) {
+    stream_.async_read_some(boost::asio::buffer(buf_.get() + end_, cap_ - end_), std::move(done));
+  } else {
+    async_read_when_ready(loop_.ctx, stream_, boost::asio::buffer(buf_.get() + end_, cap_ - end_),
+                          std::move(done));
+  }
 }
 
 template <typename Stream>
@@ -490,13 +498,12 @@ void StreamConnection<Stream>::flush() {
     close();
     return;
   }
-  if (loop_.connections.size() > 1) {
-    // Read after the loop's other ready handlers, not at once: Asio's read first tries the
-    // socket, and right after an answer the client's next request is rarely there yet
-    // (with 50 clients, 0.17 to 0.2 such empty reads a request; after the others were
-    // served, 0.006 to 0.04: docs/benchmarks.md, "System calls per request"). Alone on
-    // its loop a connection reads at once: there is nothing to serve in between, and the
-    // deferral would cost the loop one more epoll_wait a request.
+  if (kTls && loop_.connections.size() > 1) {
+    // Over TLS, read after the loop's other ready handlers, not at once: the TLS stream's
+    // read first tries the socket, and right after an answer the client's next request is
+    // rarely there yet. Alone on its loop a connection reads at once: there is nothing to
+    // serve in between. Plain TCP reads at once and tries the socket only if the last
+    // read may have left data (async_read_when_ready).
     state_ = State::kReading;
     boost::asio::post(loop_.ctx, [self = this->shared_from_this()] {
       if (self->state_ != State::kReading) return;  // closed meanwhile
