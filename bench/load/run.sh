@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --idforge) bin="$2"; shift 2 ;;
     --only) sections="$2"; shift 2 ;;
     --syscalls-only) sections=syscalls; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "$me: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
