@@ -20,12 +20,9 @@
 // async_read_some. The socket must be in non-blocking mode (StreamConnection::start).
 #pragma once
 
-#include <sys/socket.h>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
-#include <cerrno>
 #include <cstddef>
 #include <utility>
 
@@ -63,22 +60,16 @@ class ReadOp final : public asio_detail::reactor_op {
         handler_(std::move(handler)) {}
 
  private:
+  // Asio's own non-blocking recv (EINTR, would-block, end of stream); only the verdict
+  // differs: fewer bytes than the buffer means the socket is drained.
   static status perform_read(reactor_op* base) {
     auto* op = static_cast<ReadOp*>(base);
-    ssize_t n;
-    do {
-      n = ::recv(op->fd_, op->buffer_.data(), op->buffer_.size(), 0);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return not_done;
-      op->ec_ = boost::system::error_code(errno, boost::asio::error::get_system_category());
-      return done;
+    if (!asio_detail::socket_ops::non_blocking_recv1(op->fd_, op->buffer_.data(),
+                                                     op->buffer_.size(), 0, /*is_stream=*/true,
+                                                     op->ec_, op->bytes_transferred_)) {
+      return not_done;
     }
-    op->bytes_transferred_ = static_cast<size_t>(n);
-    if (n == 0) {
-      op->ec_ = boost::asio::error::eof;
-      return done_and_exhausted;
-    }
+    if (op->ec_ && op->ec_ != boost::asio::error::eof) return done;
     return op->bytes_transferred_ < op->buffer_.size() ? done_and_exhausted : done;
   }
 
