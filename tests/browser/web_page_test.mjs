@@ -19,7 +19,9 @@ const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 // A zone with a half-hour offset and no daylight saving, so "local time" is checkable.
 const timeZone = 'Asia/Kolkata';
 const zoneOffsetMs = (5 * 60 + 30) * 60 * 1000;
-const timeoutMs = 10000;
+// Long enough for a page load on a 2-core machine that builds the .deb and compiles the
+// install example beside this test (one such `make test` took 68 s for a 6 s run).
+const timeoutMs = 30000;
 // Requests that fail on purpose: a bad ID to parse, a tag that does not exist.
 const kDeliberateFailures = ['/v1/decode/not-an-id', '/v1/segment/no-such-tag'];
 
@@ -43,13 +45,32 @@ function checkEqual(what, actual, expected) {
 }
 
 // Runs one step; an exception (a timeout waiting for an element, say) fails the step only.
+// After a failure the server is asked directly, so the log tells a server that stopped
+// answering from a browser that was slow.
 async function step(name, body) {
   console.log(`-- ${name}`);
+  const started = Date.now();
   try {
     await body();
     return true;
   } catch (e) {
-    return check(`${name} ran to the end`, false, e.message.split('\n')[0]);
+    check(`${name} ran to the end`, false,
+          `${e.message.split('\n')[0]} (after ${Date.now() - started} ms)`);
+    console.log(`      then: ${await probeServer()}`);
+    return false;
+  }
+}
+
+async function probeServer() {
+  const started = Date.now();
+  try {
+    const response =
+        await fetch(new URL('v1/status', baseUrl), {signal: AbortSignal.timeout(5000)});
+    await response.text();
+    return `the server answered GET /v1/status ${response.status} in ${Date.now() - started} ms`;
+  } catch (e) {
+    const waited = Date.now() - started;
+    return `the server did not answer GET /v1/status: ${e.message} (after ${waited} ms)`;
   }
 }
 
