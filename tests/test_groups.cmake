@@ -6,17 +6,19 @@
 # server once per process) share them, and no test pays a process start of its own.
 # Variables set by the caller: bin, label, cost_per_test, long_suites and serial_suites
 # (lists).
+# Named after the program: two programs may share a label.
+get_filename_component(program "${bin}" NAME)
 if(NOT EXISTS "${bin}")
   # Not built: one test that fails and says so, rather than no tests at all.
-  add_test("${label}.not_built" "${bin}")
-  set_tests_properties("${label}.not_built" PROPERTIES LABELS "${label}")
+  add_test("${program}.not_built" "${bin}")
+  set_tests_properties("${program}.not_built" PROPERTIES LABELS "${label}")
   return()
 endif()
 execute_process(COMMAND "${bin}" --gtest_list_tests OUTPUT_VARIABLE listing
                 RESULT_VARIABLE listed TIMEOUT 60)
 if(NOT listed EQUAL 0)
-  add_test("${label}.cannot_list" "${bin}" --gtest_list_tests)
-  set_tests_properties("${label}.cannot_list" PROPERTIES LABELS "${label}")
+  add_test("${program}.cannot_list" "${bin}" --gtest_list_tests)
+  set_tests_properties("${program}.cannot_list" PROPERTIES LABELS "${label}")
   return()
 endif()
 

@@ -17,7 +17,9 @@
 //
 // This reaches into Asio's reactor (boost/asio/detail), so it is built only for the
 // epoll reactor of the Boost versions it was checked with; elsewhere it is
-// async_read_some. The socket must be in non-blocking mode (StreamConnection::start).
+// async_read_some (-DIDFORGE_READ_WHEN_READY=0 chooses that path anywhere:
+// tests/server/ready_read_test.cc runs both). The socket must be in non-blocking mode
+// (StreamConnection::start).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -26,14 +28,18 @@
 #include <cstddef>
 #include <utility>
 
+#ifndef IDFORGE_READ_WHEN_READY
 #if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT) && \
     BOOST_VERSION >= 107400 && BOOST_VERSION < 107500
 #define IDFORGE_READ_WHEN_READY 1
+#else
+#define IDFORGE_READ_WHEN_READY 0
+#endif
+#endif
+#if IDFORGE_READ_WHEN_READY
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
-#else
-#define IDFORGE_READ_WHEN_READY 0
 #endif
 
 namespace idforge::server::net {
