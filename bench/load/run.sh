@@ -15,6 +15,8 @@
 #   tokens   resp and http with a token: redis-server --requirepass (AUTH), nginx
 #            checking the Authorization header, ours with a tokens file
 #   syscalls system calls per unpipelined INCR and ID.SNOWFLAKE at full speed (perf stat)
+#   profile  where each server's CPU goes (perf record): kernel, TLS libraries, its own
+#            code and the rest, for unpipelined RESP and HTTP, plain and TLS
 #
 # Usage: bench/load/run.sh [--seconds N] [--clients N] [--rounds N] [--idforge BIN]
 #                          [--only SECTION[,SECTION...]] [--syscalls-only]
@@ -35,7 +37,7 @@ seconds=5
 clients=50
 rounds=3
 bin=build/idforge
-sections=resp,threads,http,tls,tokens,syscalls
+sections=resp,threads,http,tls,tokens,syscalls,profile
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
@@ -50,8 +52,9 @@ while [ $# -gt 0 ]; do
 done
 for s in ${sections//,/ }; do
   case "$s" in
-    resp|threads|http|tls|tokens|syscalls) ;;
-    *) echo "$me: unknown section '$s' (resp, threads, http, tls, tokens, syscalls)" >&2; exit 2 ;;
+    resp|threads|http|tls|tokens|syscalls|profile) ;;
+    *) echo "$me: unknown section '$s' (resp, threads, http, tls, tokens, syscalls, profile)" >&2
+       exit 2 ;;
   esac
 done
 wanted() { [[ ",$sections," == *",$1,"* ]]; }
@@ -362,6 +365,84 @@ if wanted syscalls; then
     echo
   else
     echo "$me: perf (Debian linux-perf) is missing or may not read tracepoints: no system call table" >&2
+  fi
+fi
+# Where a server's CPU goes: perf record (cpu-clock samples, every thread of the server's
+# processes) while the generator runs, then the samples' shares by the object they fell
+# in. The floor column is the peer's kernel and TLS shares together: the lowest CPU ratio
+# a server could reach making the peer's system calls and spending nothing in user space
+# but the peer's TLS work.
+profile_run() {  # pids generator-command...
+  local server_pids=$1 out=$work/perf-record st own
+  shift
+  # The server's own object by the file it runs (Debian's redis-server is a link to
+  # redis-check-rdb).
+  own=$(basename "$(readlink -f "/proc/${server_pids%% *}/exe")")
+  perf record -q -e cpu-clock -p "${server_pids// /,}" -o "$out" -- sleep 600 >/dev/null 2>&1 & st=$!
+  sleep 0.5
+  "$@" >/dev/null 2>&1 || true
+  pkill -P "$st" -x sleep; wait "$st" 2>/dev/null || true
+  # perf report --sort dso: "  86.01%  [kernel.kallsyms]" per object.
+  perf report -i "$out" --sort dso --stdio -q 2>/dev/null | awk -v own="$own" '
+    $1 ~ /%$/ {
+      v = $1 + 0; d = $2
+      if (d ~ /^\[kernel/) k += v
+      else if (d ~ /^lib(crypto|ssl)/) t += v
+      else if (d == own) o += v
+      else { r += v; sub(/\.so.*/, "", d); rest[d] += v }
+    }
+    END {
+      # The rest, with its three largest objects: "9.8 libc:4.1,libstdc++:2.0,[vdso]:1.5".
+      top = ""
+      for (i = 0; i < 3; i++) {
+        best = ""
+        for (d in rest) if (best == "" || rest[d] > rest[best]) best = d
+        if (best == "" || rest[best] < 0.5) break
+        top = top (top == "" ? "" : ",") sprintf("%s:%.1f", best, rest[best])
+        delete rest[best]
+      }
+      printf "%.1f %.1f %.1f %.1f %s\n", k, t, o, r, top
+    }'
+}
+profile_rows() {  # load peer-name peer-pids peer-command -- idforge-command
+  local load=$1 peer=$2 ppids=$3 pk pt po pr ptop ik it io ir itop peer_cmd=()
+  shift 3
+  while [ "$1" != "--" ]; do peer_cmd+=("$1"); shift; done
+  shift
+  read -r pk pt po pr ptop < <(profile_run "$ppids" "${peer_cmd[@]}")
+  read -r ik it io ir itop < <(profile_run "$main_pid" "$@")
+  pct() { awk -v v="$1" 'BEGIN { if (v > 0) printf "%.1f%%", v }'; }
+  # "libc:4.1,libstdc++:2.0" -> " (libc 4.1%, libstdc++ 2.0%)"
+  objects() { [ -z "$1" ] || echo " ($(echo "$1" | sed 's/:\([0-9.]*\)/ \1%/g; s/,/, /g'))"; }
+  echo "| $load | $peer | $(pct "$pk") | $(pct "$pt") | $(pct "$po") | $(pct "$pr")$(objects "${ptop:-}") |" \
+    "**$(awk -v k="$pk" -v t="$pt" 'BEGIN { printf "%.2f", (k + t) / 100 }')** |"
+  echo "| | idforge | $(pct "$ik") | $(pct "$it") | $(pct "$io") | $(pct "$ir")$(objects "${itop:-}") | |"
+}
+if wanted profile; then
+  if command -v perf >/dev/null && perf record -q -e cpu-clock -o /dev/null -- true >/dev/null 2>&1; then
+    rb=(timeout 300 redis-benchmark -h 127.0.0.1 -c "$clients" -n 200000 -q)
+    tls_args=(--tls --cacert "$work/ca.pem")
+    wrk_args=(wrk -t "$loops" -c "$clients" -d "${seconds}s")
+    echo "Where the server's CPU goes (one run each, perf record -e cpu-clock on its processes; unpipelined"
+    echo "redis-benchmark -c $clients -n 200000 INCR, and wrk -t $loops -c $clients -d ${seconds}s GET /v1/snowflake):"
+    echo
+    echo "| load | server | kernel | TLS libraries (libcrypto, libssl) | the server's code |" \
+      "libraries and the rest | floor: the peer's kernel and TLS share |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+    profile_rows "RESP, plain" redis-server "$redis_pid" \
+      "${rb[@]}" -p "$redis_port" INCR bench -- "${rb[@]}" -p "$(port_of main plain_resp)" INCR bench
+    profile_rows "RESP, TLS" redis-server "$redis_pid" \
+      "${rb[@]}" -p "$redis_tls_port" "${tls_args[@]}" INCR bench -- \
+      "${rb[@]}" -p "$(port_of main resp)" "${tls_args[@]}" INCR bench
+    profile_rows "HTTP, plain" "nginx ($loops workers)" "$(nginx_pids)" \
+      "${wrk_args[@]}" "http://127.0.0.1:$nginx_port/v1/snowflake" -- \
+      "${wrk_args[@]}" "http://127.0.0.1:$(port_of main plain_http)/v1/snowflake"
+    profile_rows "HTTP, TLS" "nginx ($loops workers)" "$(nginx_pids)" \
+      "${wrk_args[@]}" "https://127.0.0.1:$nginx_tls_port/v1/snowflake" -- \
+      "${wrk_args[@]}" "https://127.0.0.1:$(port_of main http)/v1/snowflake"
+    echo
+  else
+    echo "$me: perf (Debian linux-perf) is missing or may not record: no profile table" >&2
   fi
 fi
 echo "$(date -u +%Y-%m-%d), $(nproc) cores shared by the load generator and the servers;" \
