@@ -92,7 +92,7 @@ test-tsan: deps-build
 # 4 GB free: an fsync there returns at once, so three tests at a time do not wait on each
 # other's flushes (the stage took 189 to 206 s there against 243 s on disk, 2026-11-29).
 # What a killed server or node leaves behind is the same as on disk.
-ASAN_TARGETS = idforge idforge_unit_tests idforge_server_tests idforge_ready_read_fallback_tests \
+ASAN_TARGETS = idforge idforge_unit_tests idforge_server_tests idforge_net_portable_tests \
   idforge_integration_tests idforge_fuzz
 TEST_TMPDIR ?= $(shell [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $$4}')" -gt 4000000 ] \
   2>/dev/null && echo /dev/shm || echo /tmp)

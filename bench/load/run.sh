@@ -14,7 +14,8 @@
 #            tls_cert (TLS 1.3 for all three)
 #   tokens   resp and http with a token: redis-server --requirepass (AUTH), nginx
 #            checking the Authorization header, ours with a tokens file
-#   syscalls system calls per unpipelined INCR and ID.SNOWFLAKE at full speed (perf stat)
+#   syscalls system calls per unpipelined INCR and ID.SNOWFLAKE at full speed (perf stat),
+#            plain and TLS
 #   profile  where each server's CPU goes (perf record): kernel, TLS libraries, its own
 #            code and the rest, for unpipelined RESP and HTTP, plain and TLS
 #
@@ -362,6 +363,10 @@ if wanted syscalls; then
     syscalls_run "idforge ($loops loops), ID.SNOWFLAKE" "$main_pid" "$(port_of main plain_resp)" ID.SNOWFLAKE
     syscalls_run "idforge ($loops loops, no polling), INCR" "$(pid_of nospin)" "$(port_of nospin resp)" INCR bench
     syscalls_run "idforge (1 loop, no polling), INCR" "$(pid_of one)" "$(port_of one resp)" INCR bench
+    syscalls_run "redis-server, TLS, INCR" "$redis_pid" "$redis_tls_port" \
+      --tls --cacert "$work/ca.pem" INCR bench
+    syscalls_run "idforge ($loops loops), TLS, INCR" "$main_pid" "$(port_of main resp)" \
+      --tls --cacert "$work/ca.pem" INCR bench
     echo
   else
     echo "$me: perf (Debian linux-perf) is missing or may not read tracepoints: no system call table" >&2

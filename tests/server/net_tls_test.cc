@@ -307,6 +307,30 @@ TEST_F(TlsTest, Tls12ClientGetsAnswers) {
   EXPECT_EQ(c.read_lines(2), "PONG\ntwelve\n");
 }
 
+// Many small records in the socket at once: OpenSSL's read-ahead takes several in one
+// recv, and the server must serve the ones it holds before it waits on the socket again.
+TEST_F(TlsTest, ManySmallRecordsSentAtOnceAreAllAnswered) {
+  start(small(), load(server_files("server-a")));
+  TlsClient c(port_, verifying());
+  ASSERT_TRUE(c.handshake_ok());
+  constexpr int kRecords = 2000;
+  for (int i = 0; i < kRecords; ++i) c.send("PING\n");
+  EXPECT_EQ(c.read_lines(kRecords).size(), 5u * kRecords);
+}
+
+// More input in the socket than OpenSSL's read buffer holds: a read that filled it may
+// have left the rest in the socket, which raises no new edge.
+TEST_F(TlsTest, InputLargerThanTheTlsReadBufferIsReadToTheEnd) {
+  start(small(), load(server_files("server-a")));
+  TlsClient c(port_, verifying());
+  ASSERT_TRUE(c.handshake_ok());
+  constexpr int kLines = 20000;  // 200 KB in 13 records of 16 KB
+  std::string in;
+  for (int i = 0; i < kLines; ++i) in += "ECHO abcd\n";
+  c.send(in);
+  EXPECT_EQ(c.read_lines(kLines).size(), 5u * kLines);
+}
+
 TEST_F(TlsTest, Tls11OnlyClientIsRefused) {
   start(small(), load(server_files("server-a")));
   ClientOptions o;

@@ -1,8 +1,8 @@
 // async_read_when_ready on a loopback TCP pair, one io_context, no server around it.
 // This file is built twice: into idforge_server_tests as the server is built (on Debian
 // 12, Boost 1.74 with epoll: the read that waits on epoll after a drained read), and into
-// idforge_ready_read_fallback_tests with IDFORGE_READ_WHEN_READY=0 (Asio's
-// async_read_some, what other Boost versions get), so both paths keep their promises.
+// idforge_net_portable_tests with IDFORGE_READ_WHEN_READY=0 (Asio's async_read_some, what
+// other Boost versions get), so both paths keep their promises.
 #include "server/net/ready_read.h"
 
 #include <gtest/gtest.h>

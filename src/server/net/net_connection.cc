@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "server/net/ready_read.h"
+#include "server/net/tls_socket.h"
 
 namespace idforge::server::net {
 namespace {
@@ -82,7 +83,15 @@ void Loop::run() {
   }
 }
 
+// TLS on the socket itself where the reactor is reachable (tls_socket.h), else Asio's.
+#if IDFORGE_READ_WHEN_READY
+using TlsStream = TlsSocket;
+static_assert(std::is_same_v<TlsSocket::Socket, Socket>);
+constexpr bool kTlsOnSocket = true;
+#else
 using TlsStream = boost::asio::ssl::stream<Socket>;
+constexpr bool kTlsOnSocket = false;
+#endif
 
 // What a plain connection keeps in place of a TLS context: nothing.
 struct NoContext {};
@@ -201,9 +210,10 @@ void StreamConnection<Stream>::start() {
   }
   boost::system::error_code ec;
   socket().set_option(boost::asio::ip::tcp::no_delay(true), ec);
-  if constexpr (!kTls) {
+  if constexpr (!kTls || kTlsOnSocket) {
     // Writes are tried at once and fall back to async_write only when the kernel buffer
-    // is full; a best-effort answer at timeout never blocks the loop.
+    // is full; a best-effort answer at timeout never blocks the loop. TLS on the socket
+    // reads and writes it from OpenSSL, inside the reactor.
     socket().non_blocking(true, ec);
     if (ec) {
       close();
@@ -498,12 +508,12 @@ void StreamConnection<Stream>::flush() {
     close();
     return;
   }
-  if (kTls && loop_.connections.size() > 1) {
-    // Over TLS, read after the loop's other ready handlers, not at once: the TLS stream's
+  if (kTls && !kTlsOnSocket && loop_.connections.size() > 1) {
+    // Over Asio's TLS stream, read after the loop's other ready handlers, not at once: its
     // read first tries the socket, and right after an answer the client's next request is
     // rarely there yet. Alone on its loop a connection reads at once: there is nothing to
-    // serve in between. Plain TCP reads at once and tries the socket only if the last
-    // read may have left data (async_read_when_ready).
+    // serve in between. Plain TCP and TLS on the socket read at once and try the socket
+    // only if the last read may have left data (async_read_when_ready, TlsSocket).
     state_ = State::kReading;
     boost::asio::post(loop_.ctx, [self = this->shared_from_this()] {
       if (self->state_ != State::kReading) return;  // closed meanwhile
@@ -518,9 +528,15 @@ template <typename Stream>
 void StreamConnection<Stream>::write_async(size_t from) {
   state_ = State::kWriting;
   write_start_ = Clock::now();
-  boost::asio::async_write(stream_, boost::asio::buffer(out_.data() + from, out_.size() - from),
-                           [self = this->shared_from_this()](const boost::system::error_code& ec,
-                                                             size_t) { self->on_write(ec); });
+  auto done = [self = this->shared_from_this()](const boost::system::error_code& ec, size_t) {
+    self->on_write(ec);
+  };
+  const auto rest = boost::asio::buffer(out_.data() + from, out_.size() - from);
+  if constexpr (kTls && kTlsOnSocket) {
+    stream_.async_write(rest, std::move(done));
+  } else {
+    boost::asio::async_write(stream_, rest, std::move(done));
+  }
 }
 
 template <typename Stream>

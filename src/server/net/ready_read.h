@@ -17,9 +17,9 @@
 //
 // This reaches into Asio's reactor (boost/asio/detail), so it is built only for the
 // epoll reactor of the Boost versions it was checked with; elsewhere it is
-// async_read_some (-DIDFORGE_READ_WHEN_READY=0 chooses that path anywhere:
-// tests/server/ready_read_test.cc runs both). The socket must be in non-blocking mode
-// (StreamConnection::start).
+// async_read_some (-DIDFORGE_READ_WHEN_READY=0 chooses that path anywhere: the network
+// tests run on both, idforge_net_portable_tests on the other). The socket must be in
+// non-blocking mode (StreamConnection::start).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
