@@ -314,10 +314,10 @@ void StreamConnection<Stream>::time_out(bool answer) {
 template <typename Stream>
 void StreamConnection<Stream>::close_with_last_answer() {
   if constexpr (kTls) {
-    // No last answer over TLS: it could only go as an async write through the TLS engine,
-    // which close() would cancel; a sync write on an ssl::stream over a non-blocking
-    // socket can stop mid-record, and a blocking one would stall the loop. The client
-    // sees the connection close.
+    // No last answer over TLS: it could only go as an async write, which close() would
+    // cancel; a sync write on an ssl::stream over a non-blocking socket can stop
+    // mid-record, and a blocking one would stall the loop. The client sees the
+    // connection close.
     close();
   } else {
     session_->on_timeout(out_);
@@ -469,7 +469,8 @@ void StreamConnection<Stream>::flush() {
   if (!out_.empty()) {
     if constexpr (kTls) {
       // Always async: a sync write on an ssl::stream over a non-blocking socket may stop
-      // in the middle of a record, which the TLS engine cannot resume.
+      // in the middle of a record, which the TLS engine cannot resume. TlsSocket's
+      // reactor tries the write at once and waits only if the socket is full.
       write_async(0);
       return;
     } else {
