@@ -11,7 +11,7 @@
 #   http     wrk (keep-alive) against nginx locations returning a fixed short body, then
 #            our GET /api/snowflake/get/x (Leaf's route) and GET /v1/snowflake
 #   tls      resp and http over TLS: redis-server --tls-port, nginx ssl, ours with
-#            tls_cert (TLS 1.3 for all three)
+#            tls_cert (TLS 1.3 for all three); INCR again on loops that do not poll
 #   tokens   resp and http with a token: redis-server --requirepass (AUTH), nginx
 #            checking the Authorization header, ours with a tokens file
 #   syscalls system calls per unpipelined INCR and ID.SNOWFLAKE at full speed (perf stat),
@@ -138,7 +138,8 @@ wait_port "$nginx_port" nginx "$work/nginx/error.log"
 # --- idforge ---
 # "main": TLS on its listeners and plain ones beside them (plain_http, plain_resp), so
 # plain and TLS rows measure one process; "tokens": a tokens file; "one": one event loop
-# that sleeps at once when idle, as redis-server does; "nospin": two such loops.
+# that sleeps at once when idle, as redis-server does; "nospin": two such loops, plain
+# and TLS as "main".
 for name in main tokens one nospin; do
   "$bin" tag create bench --step 1000000 --data-dir "$work/$name" >/dev/null
 done
@@ -147,7 +148,8 @@ start_idforge main "${listen[@]}" --plain-http 127.0.0.1:0 --plain-resp 127.0.0.
   --tls-cert "$work/server.pem" --tls-key "$work/server.key"
 start_idforge tokens "${listen[@]}" --tokens "$work/tokens.txt"
 start_idforge one "${listen[@]}" --io-threads 1 --io-spin-us 0
-start_idforge nospin "${listen[@]}" --io-spin-us 0
+start_idforge nospin "${listen[@]}" --plain-http 127.0.0.1:0 --plain-resp 127.0.0.1:0 \
+  --tls-cert "$work/server.pem" --tls-key "$work/server.key" --io-spin-us 0
 
 # --- load ---
 nginx_pids() { echo "$nginx_pid" $(pgrep -P "$nginx_pid"); }
@@ -247,7 +249,7 @@ resp_rows() {  # threads: the RESP rows against redis-server, plain TCP
       row "INCR bench, 1 loop, no polling" "$load" "redis-server INCR"
     else
       pair "resp_run $redis_pid $(plain_rate $p) $p $threads -p $redis_port -- INCR bench" \
-        "resp_run $(pid_of nospin) $(plain_rate $p) $p $threads -p $(port_of nospin resp) -- INCR bench"
+        "resp_run $(pid_of nospin) $(plain_rate $p) $p $threads -p $(port_of nospin plain_resp) -- INCR bench"
       row "INCR bench, no polling" "$load" "redis-server INCR"
     fi
   done
@@ -294,6 +296,10 @@ if wanted tls; then
         "resp_run $main_pid $(tls_rate $p) $p 1 -p $(port_of main resp) $tls_args -- $command"
       row "$command" "redis-benchmark --tls -c $clients -P $p" "redis-server INCR"
     done
+    # shellcheck disable=SC2086
+    pair "resp_run $redis_pid $(tls_rate $p) $p 1 -p $redis_tls_port $tls_args -- INCR bench" \
+      "resp_run $(pid_of nospin) $(tls_rate $p) $p 1 -p $(port_of nospin resp) $tls_args -- INCR bench"
+    row "INCR bench, no polling" "redis-benchmark --tls -c $clients -P $p" "redis-server INCR"
   done
   http_rows https "$nginx_tls_port" "$(port_of main http)" "$main_pid" ""
   echo
@@ -317,29 +323,39 @@ if wanted tokens; then
   echo
 fi
 
+# Runs `perf PERF-ARGS... -- sleep` on a server while GENERATOR runs, and ends perf when
+# the generator does: perf ends with its workload, so the sleep is killed (a background
+# job ignores SIGINT). Prints the generator's seconds.
+perf_during() {  # perf-args... -- generator-command...
+  local perf_args=() st start end
+  while [ "$1" != "--" ]; do perf_args+=("$1"); shift; done
+  shift
+  perf "${perf_args[@]}" -- sleep 600 >/dev/null 2>&1 & st=$!
+  sleep 0.5
+  start=$(date +%s.%N)
+  "$@" >/dev/null 2>&1 || true
+  end=$(date +%s.%N)
+  pkill -P "$st" -x sleep; wait "$st" 2>/dev/null || true
+  awk -v a="$start" -v b="$end" 'BEGIN { print b - a }'
+}
+
 # System calls per request at full speed: perf stat counting the system call tracepoints
 # of every thread of the server (a counter per call, so the server runs at nearly its
 # usual speed; strace slows it several times over, and a slowed server finds the next
 # request already there, which hides empty reads). The idle rate (two seconds with no
 # load) times the run's length is taken off: the calls a server makes by the clock.
 syscalls_run() {  # name pid port command...
-  local name=$1 pid=$2 port=$3 n=300000 out=$work/perf-$2 events start end
+  local name=$1 pid=$2 port=$3 n=300000 out=$work/perf-$2 events secs
   shift 3
   events=raw_syscalls:sys_enter
   for call in read recvfrom write sendto epoll_wait epoll_ctl futex sched_yield; do
     events+=",syscalls:sys_enter_$call"
   done
   perf stat -x, -e "$events" -p "$pid" -o "$out.idle" -- sleep 2 2>/dev/null
-  perf stat -x, -e "$events" -p "$pid" -o "$out.load" -- sleep 600 2>/dev/null & local st=$!
-  sleep 0.5
-  start=$(date +%s.%N)
-  timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -n "$n" -q "$@" \
-    >/dev/null 2>&1 || true
-  end=$(date +%s.%N)
-  # perf stat ends when its workload does (a background job ignores SIGINT).
-  pkill -P "$st" -x sleep; wait "$st" 2>/dev/null || true
+  secs=$(perf_during stat -x, -e "$events" -p "$pid" -o "$out.load" -- \
+    timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -c "$clients" -n "$n" -q "$@")
   # perf stat -x,: "count,,event,..." per line.
-  awk -F, -v name="$name" -v n="$n" -v secs="$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" '
+  awk -F, -v name="$name" -v n="$n" -v secs="$secs" '
     FILENAME ~ /idle$/ && $3 == "raw_syscalls:sys_enter" { idle = $1 / 2 }
     FILENAME ~ /load$/ && $1 ~ /^[0-9]+$/ { split($3, e, "sys_enter_"); c[e[2]] = $1; if ($3 == "raw_syscalls:sys_enter") t = $1 }
     END {
@@ -361,7 +377,7 @@ if wanted syscalls; then
     syscalls_run "redis-server, INCR" "$redis_pid" "$redis_port" INCR bench
     syscalls_run "idforge ($loops loops), INCR" "$main_pid" "$(port_of main plain_resp)" INCR bench
     syscalls_run "idforge ($loops loops), ID.SNOWFLAKE" "$main_pid" "$(port_of main plain_resp)" ID.SNOWFLAKE
-    syscalls_run "idforge ($loops loops, no polling), INCR" "$(pid_of nospin)" "$(port_of nospin resp)" INCR bench
+    syscalls_run "idforge ($loops loops, no polling), INCR" "$(pid_of nospin)" "$(port_of nospin plain_resp)" INCR bench
     syscalls_run "idforge (1 loop, no polling), INCR" "$(pid_of one)" "$(port_of one resp)" INCR bench
     syscalls_run "redis-server, TLS, INCR" "$redis_pid" "$redis_tls_port" \
       --tls --cacert "$work/ca.pem" INCR bench
@@ -378,15 +394,12 @@ fi
 # a server could reach making the peer's system calls and spending nothing in user space
 # but the peer's TLS work.
 profile_run() {  # pids generator-command...
-  local server_pids=$1 out=$work/perf-record st own
+  local server_pids=$1 out=$work/perf-record own
   shift
   # The server's own object by the file it runs (Debian's redis-server is a link to
   # redis-check-rdb).
   own=$(basename "$(readlink -f "/proc/${server_pids%% *}/exe")")
-  perf record -q -e cpu-clock -p "${server_pids// /,}" -o "$out" -- sleep 600 >/dev/null 2>&1 & st=$!
-  sleep 0.5
-  "$@" >/dev/null 2>&1 || true
-  pkill -P "$st" -x sleep; wait "$st" 2>/dev/null || true
+  perf_during record -q -e cpu-clock -p "${server_pids// /,}" -o "$out" -- "$@" >/dev/null
   # perf report --sort dso: "  86.01%  [kernel.kallsyms]" per object.
   perf report -i "$out" --sort dso --stdio -q 2>/dev/null | awk -v own="$own" '
     $1 ~ /%$/ {
@@ -426,7 +439,7 @@ profile_rows() {  # load peer-name peer-pids peer-command -- idforge-command
 if wanted profile; then
   if command -v perf >/dev/null && perf record -q -e cpu-clock -o /dev/null -- true >/dev/null 2>&1; then
     rb=(timeout 300 redis-benchmark -h 127.0.0.1 -c "$clients" -n 200000 -q)
-    tls_args=(--tls --cacert "$work/ca.pem")
+    tls_opts=(--tls --cacert "$work/ca.pem")
     wrk_args=(wrk -t "$loops" -c "$clients" -d "${seconds}s")
     echo "Where the server's CPU goes (one run each, perf record -e cpu-clock on its processes; unpipelined"
     echo "redis-benchmark -c $clients -n 200000 INCR, and wrk -t $loops -c $clients -d ${seconds}s GET /v1/snowflake):"
@@ -437,8 +450,8 @@ if wanted profile; then
     profile_rows "RESP, plain" redis-server "$redis_pid" \
       "${rb[@]}" -p "$redis_port" INCR bench -- "${rb[@]}" -p "$(port_of main plain_resp)" INCR bench
     profile_rows "RESP, TLS" redis-server "$redis_pid" \
-      "${rb[@]}" -p "$redis_tls_port" "${tls_args[@]}" INCR bench -- \
-      "${rb[@]}" -p "$(port_of main resp)" "${tls_args[@]}" INCR bench
+      "${rb[@]}" -p "$redis_tls_port" "${tls_opts[@]}" INCR bench -- \
+      "${rb[@]}" -p "$(port_of main resp)" "${tls_opts[@]}" INCR bench
     profile_rows "HTTP, plain" "nginx ($loops workers)" "$(nginx_pids)" \
       "${wrk_args[@]}" "http://127.0.0.1:$nginx_port/v1/snowflake" -- \
       "${wrk_args[@]}" "http://127.0.0.1:$(port_of main plain_http)/v1/snowflake"

@@ -52,7 +52,7 @@ struct Got {
 };
 
 void read(Pair& p, char* buf, size_t size, Got& got) {
-  async_read_when_ready(p.ctx, p.server, asio::buffer(buf, size),
+  async_read_when_ready(p.server, asio::buffer(buf, size),
                         [&got, buf](const boost::system::error_code& ec, size_t n) {
                           got.done = true;
                           got.ec = ec;
@@ -165,7 +165,7 @@ TEST(READ_SUITE, ALoopTornDownWithAReadQueuedDestroysTheHandlerWithoutRunningIt)
   {
     Pair p;
     char buf[64];
-    async_read_when_ready(p.ctx, p.server, asio::buffer(buf, sizeof buf),
+    async_read_when_ready(p.server, asio::buffer(buf, sizeof buf),
                           [&ran, held](const boost::system::error_code&, size_t) { ran = true; });
     p.ctx.run_for(10ms);
     EXPECT_EQ(held.use_count(), 2);

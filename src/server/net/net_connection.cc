@@ -83,14 +83,15 @@ void Loop::run() {
   }
 }
 
-// TLS on the socket itself where the reactor is reachable (tls_socket.h), else Asio's.
+// Where Asio's epoll reactor is reachable (ready_read.h), reads wait on epoll after one
+// that drained the socket, plain (async_read_when_ready) and TLS (TlsSocket, OpenSSL on
+// the socket); elsewhere Asio's reads, which try the socket first, and its TLS stream.
+constexpr bool kOnEpollReactor = IDFORGE_READ_WHEN_READY != 0;
 #if IDFORGE_READ_WHEN_READY
 using TlsStream = TlsSocket;
 static_assert(std::is_same_v<TlsSocket::Socket, Socket>);
-constexpr bool kTlsOnSocket = true;
 #else
 using TlsStream = boost::asio::ssl::stream<Socket>;
-constexpr bool kTlsOnSocket = false;
 #endif
 
 // What a plain connection keeps in place of a TLS context: nothing.
@@ -210,7 +211,7 @@ void StreamConnection<Stream>::start() {
   }
   boost::system::error_code ec;
   socket().set_option(boost::asio::ip::tcp::no_delay(true), ec);
-  if constexpr (!kTls || kTlsOnSocket) {
+  if constexpr (!kTls || kOnEpollReactor) {
     // Writes are tried at once and fall back to async_write only when the kernel buffer
     // is full; a best-effort answer at timeout never blocks the loop. TLS on the socket
     // reads and writes it from OpenSSL, inside the reactor.
@@ -375,7 +376,7 @@ void StreamConnection<Stream>::start_read() {
   if constexpr (kTls) {
     stream_.async_read_some(boost::asio::buffer(buf_.get() + end_, cap_ - end_), std::move(done));
   } else {
-    async_read_when_ready(loop_.ctx, stream_, boost::asio::buffer(buf_.get() + end_, cap_ - end_),
+    async_read_when_ready(stream_, boost::asio::buffer(buf_.get() + end_, cap_ - end_),
                           std::move(done));
   }
 }
@@ -509,12 +510,12 @@ void StreamConnection<Stream>::flush() {
     close();
     return;
   }
-  if (kTls && !kTlsOnSocket && loop_.connections.size() > 1) {
-    // Over Asio's TLS stream, read after the loop's other ready handlers, not at once: its
-    // read first tries the socket, and right after an answer the client's next request is
-    // rarely there yet. Alone on its loop a connection reads at once: there is nothing to
-    // serve in between. Plain TCP and TLS on the socket read at once and try the socket
-    // only if the last read may have left data (async_read_when_ready, TlsSocket).
+  if (!kOnEpollReactor && loop_.connections.size() > 1) {
+    // Asio's reads (async_read_some, its TLS stream) first try the socket, and right after
+    // an answer the client's next request is rarely there yet: read after the loop's other
+    // ready handlers instead. Alone on its loop a connection reads at once: there is
+    // nothing to serve in between. On the epoll reactor a read tries the socket only if
+    // the last one may have left data (async_read_when_ready, TlsSocket).
     state_ = State::kReading;
     boost::asio::post(loop_.ctx, [self = this->shared_from_this()] {
       if (self->state_ != State::kReading) return;  // closed meanwhile
@@ -533,7 +534,7 @@ void StreamConnection<Stream>::write_async(size_t from) {
     self->on_write(ec);
   };
   const auto rest = boost::asio::buffer(out_.data() + from, out_.size() - from);
-  if constexpr (kTls && kTlsOnSocket) {
+  if constexpr (kTls && kOnEpollReactor) {
     stream_.async_write(rest, std::move(done));
   } else {
     boost::asio::async_write(stream_, rest, std::move(done));

@@ -1,7 +1,7 @@
 // async_read_when_ready: an async read on a plain TCP socket that tries the socket at
 // once only when it may hold data, and otherwise waits for epoll to say so.
 //
-//   async_read_when_ready(ctx, socket, boost::asio::buffer(p, n),
+//   async_read_when_ready(socket, boost::asio::buffer(p, n),
 //                         [](const boost::system::error_code& ec, size_t n) { ... });
 //
 // Why: Asio's async_read_some always tries the socket first (a speculative recv) and
@@ -22,8 +22,10 @@
 // non-blocking mode (StreamConnection::start).
 #pragma once
 
+#include <boost/asio/execution/context.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/version.hpp>
 #include <cstddef>
 #include <utility>
@@ -55,6 +57,21 @@ template <typename Socket>
 struct SocketImpl : Socket {
   static auto& of(Socket& s) { return (s.*(&SocketImpl::impl_)).get_implementation(); }
 };
+
+// Hands `op` to the epoll reactor of the socket's io_context for the socket's read or
+// write queue (epoll_reactor::read_op, write_op): the one place that reaches into Asio's
+// reactor. The reactor tries the op at once unless the last op on that queue said the
+// socket was drained (done_and_exhausted), and otherwise runs it on epoll's next edge; a
+// closed socket completes it with an error.
+template <typename Socket>
+void start_reactor_op(Socket& socket, int queue, asio_detail::reactor_op* op) {
+  auto& impl = SocketImpl<Socket>::of(socket);
+  boost::asio::execution_context& ctx =
+      boost::asio::query(socket.get_executor(), boost::asio::execution::context);
+  boost::asio::use_service<asio_detail::epoll_reactor>(ctx).start_op(
+      queue, impl.socket_, impl.reactor_data_, op, /*is_continuation=*/false,
+      /*allow_speculative=*/true);
+}
 
 template <typename Handler>
 class ReadOp final : public asio_detail::reactor_op {
@@ -100,20 +117,16 @@ class ReadOp final : public asio_detail::reactor_op {
 #endif
 
 template <typename Socket, typename Handler>
-void async_read_when_ready(boost::asio::io_context& ctx, Socket& socket,
-                           boost::asio::mutable_buffer buffer, Handler handler) {
+void async_read_when_ready(Socket& socket, boost::asio::mutable_buffer buffer, Handler handler) {
 #if IDFORGE_READ_WHEN_READY
   namespace asio_detail = boost::asio::detail;
   auto& impl = ready_read_detail::SocketImpl<Socket>::of(socket);
   if ((impl.state_ & asio_detail::socket_ops::non_blocking) != 0 && buffer.size() > 0) {
-    auto* op = new ready_read_detail::ReadOp<Handler>(impl.socket_, buffer, std::move(handler));
-    boost::asio::use_service<asio_detail::epoll_reactor>(ctx).start_op(
-        asio_detail::epoll_reactor::read_op, impl.socket_, impl.reactor_data_, op,
-        /*is_continuation=*/false, /*allow_speculative=*/true);
+    ready_read_detail::start_reactor_op(
+        socket, asio_detail::epoll_reactor::read_op,
+        new ready_read_detail::ReadOp<Handler>(impl.socket_, buffer, std::move(handler)));
     return;
   }
-#else
-  (void)ctx;
 #endif
   socket.async_read_some(buffer, std::move(handler));
 }

@@ -48,7 +48,6 @@ class TlsSocket {
     bool write_blocked = false;  // the last send took less than given, or would block
     int error = 0;               // errno of a failed recv or send
   };
-  enum class Call { kHandshake, kRead, kWrite };
 
   // The socket must be non-blocking before the first operation. When OpenSSL cannot make
   // the SSL object (out of memory), the handshake fails.
@@ -76,14 +75,14 @@ class TlsSocket {
           buffer.size(), 0, std::move(handler));
   }
 
+ private:
+  enum class Call { kHandshake, kRead, kWrite };
   // One attempt at `call` (tls_socket.cc), run by the reactor: kDone with `ec` or the
   // byte count, kWait when the socket must become ready on `queue` first, kSwitch when
   // OpenSSL needs the other direction (a handshake that must write, say).
   enum class Step { kDone, kDoneDrained, kWait, kSwitch };
   Step step(Call call, int queue, char* data, size_t size, size_t& done,
             boost::system::error_code& ec);
-
- private:
   static constexpr int kReadQueue = boost::asio::detail::epoll_reactor::read_op;
   static constexpr int kWriteQueue = boost::asio::detail::epoll_reactor::write_op;
 
@@ -164,15 +163,8 @@ class TlsSocket::Op final : public boost::asio::detail::reactor_op {
 
 template <typename Handler>
 void TlsSocket::start(Call call, int queue, char* data, size_t size, size_t done, Handler handler) {
-  namespace asio_detail = boost::asio::detail;
-  auto& impl = ready_read_detail::SocketImpl<Socket>::of(socket_);
-  auto* op = new Op<Handler>(*this, call, queue, data, size, done, std::move(handler));
-  boost::asio::io_context& ctx = socket_.get_executor().context();
-  // The reactor tries the operation at once unless the last read drained the socket;
-  // a closed socket completes it with an error.
-  boost::asio::use_service<asio_detail::epoll_reactor>(ctx).start_op(
-      queue, impl.socket_, impl.reactor_data_, op, /*is_continuation=*/false,
-      /*allow_speculative=*/true);
+  ready_read_detail::start_reactor_op(
+      socket_, queue, new Op<Handler>(*this, call, queue, data, size, done, std::move(handler)));
 }
 
 }  // namespace idforge::server::net
