@@ -98,7 +98,8 @@ using TlsStream = boost::asio::ssl::stream<Socket>;
 struct NoContext {};
 
 // A Connection over `Stream`: Socket (plain TCP) or TlsStream. The two differ only where
-// kTls is tested: the handshake, how answers are written, the last answer at a timeout.
+// kTls is tested: the handshake, how answers are written, the last answer at a timeout;
+// kOnEpollReactor says which reads and which TLS stream (TlsSocket or Asio's) are built.
 template <typename Stream>
 class StreamConnection final : public Connection,
                                public std::enable_shared_from_this<StreamConnection<Stream>> {
